@@ -16,7 +16,7 @@ export type IntakeDecision =
   | { action: 'fail_interrupted' }
   /** Its journal entry was found damaged: it may have run (Journal.isDamaged), so it never runs. */
   | { action: 'fail_damaged' }
-  /** Settled here, but the coordinator never got the result or refusal: send it again. */
+  /** Settled here, but the coordinator does not have the result or refusal (never got it, or lost it): send it again. */
   | { action: 'resend_final' };
 
 export interface IntakeContext {
@@ -56,7 +56,9 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
       case 'finished':
       case 'rejected':
         if (ctx.finalPending) return { action: 'ignore', why: 'its result is on its way' };
-        if (entry.finalDelivered) return { action: 'ignore', why: 'its result was already delivered' };
+        // The coordinator sends open jobs only: one it sends again after taking its result has
+        // lost it (its database was restored from a backup older than the result), and would
+        // hold it open for ever, filling the queue. The report is idempotent: sent again.
         return { action: 'resend_final' };
       case 'abandoned':
         return { action: 'ignore', why: 'the coordinator refused it before' };

@@ -330,7 +330,7 @@ describe('a first step held ready while the start is reported', () => {
 });
 
 describe('a job id runs at most once', () => {
-  it('ignores a redelivery of a job it holds or has finished', async () => {
+  it('ignores a redelivery of a job it holds', async () => {
     const h = make([slow]);
     const job = assignment('slow');
     h.manager.onJobEvent(job);
@@ -338,9 +338,28 @@ describe('a job id runs at most once', () => {
     await eventually(() => h.manager.queue.running !== null);
     h.manager.onJobEvent({ ...job, status: 'running' });
     await eventually(() => h.journal.get(job.jobId)?.finalDelivered === true);
-    h.manager.onJobEvent({ ...job, status: 'running' });
     await h.manager.queue.onIdle();
     expect(h.kinds(job.jobId)).toEqual(['start', 'logs', 'finish']);
+  });
+
+  it('sends a delivered result again, without running the job, when the coordinator sends the job open again (its database restored from an older backup)', async () => {
+    const h = make([quick]);
+    const job = assignment('quick');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    const finish = h.sent.find((r) => r.kind === 'finish');
+    // The restored coordinator holds the job pending (or running) and sends it at the next connect.
+    h.manager.onJobEvent({ ...job, status: 'pending' });
+    await eventually(() => h.sent.filter((r) => r.kind === 'finish').length === 2);
+    await h.manager.queue.onIdle();
+    expect(h.kinds(job.jobId).filter((k) => k === 'start')).toHaveLength(1);
+    expect(h.sent.filter((r) => r.kind === 'finish')[1]).toEqual(finish);
+    // A job refused here is refused again the same way.
+    const refused = assignment('not-here');
+    h.manager.onJobEvent(refused);
+    await eventually(() => h.journal.get(refused.jobId)?.finalDelivered === true);
+    h.manager.onJobEvent(refused);
+    await eventually(() => h.kinds(refused.jobId).filter((k) => k === 'reject').length === 2);
   });
 
   it('sends a result again when the coordinator still has the job open and the result never arrived', async () => {
@@ -396,7 +415,10 @@ describe('a job id runs at most once', () => {
     after.manager.onJobEvent({ ...neverStarted, status: 'queued' });
     await eventually(() => after.finishOf(neverStarted.jobId) !== undefined);
     expect(after.kinds(neverStarted.jobId)).toEqual(['start', 'logs', 'finish']);
-    expect(after.kinds(interrupted.jobId)).toEqual(['finish']);
+    // The interrupted one is not run: its result, delivered already, is sent again (the coordinator
+    // that sent the job open, read before the result arrived, answers it as a duplicate).
+    expect(after.kinds(interrupted.jobId).every((k) => k === 'finish')).toBe(true);
+    expect(new Set(after.sent.filter((r) => r.jobId === interrupted.jobId).map((r) => JSON.stringify(r))).size).toBe(1);
   });
 
   it('after a restart, counts an interrupted job as a failed run only when the coordinator takes that result', async () => {
@@ -600,7 +622,13 @@ describe('the intake rules', () => {
     expect(decideIntake({ ...job, status: 'queued' }, { ...base, entry: entry('accepted') }).action).toBe('requeue');
     expect(decideIntake(job, { ...base, entry: entry('running') }).action).toBe('fail_interrupted');
     expect(decideIntake(job, { ...base, entry: entry('finished') }).action).toBe('resend_final');
-    expect(decideIntake(job, { ...base, entry: entry('finished', { finalDelivered: true }) }).action).toBe('ignore');
+    // The coordinator sends open jobs only: the result it took is lost (a restored database).
+    expect(decideIntake(job, { ...base, entry: entry('finished', { finalDelivered: true }) }).action).toBe(
+      'resend_final',
+    );
+    expect(decideIntake(job, { ...base, entry: entry('rejected', { finalDelivered: true }) }).action).toBe(
+      'resend_final',
+    );
     expect(decideIntake(job, { ...base, entry: entry('rejected'), finalPending: true }).action).toBe('ignore');
     expect(decideIntake(job, { ...base, entry: entry('abandoned') }).action).toBe('ignore');
     // A state no build writes (the journal skips such an entry) is never taken for a new job.
