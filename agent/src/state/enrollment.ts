@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { AGENT_ID_PATTERN, decodeRawKey, privateKeyFromBase64 } from '@drover/shared';
 import { AgentError } from '../errors.js';
+import { parseCoordinatorUrl } from '../http/coordinator-url.js';
 import { describeFileError, readFileIfExists, writeFileAtomic } from './files.js';
 import { currentUid, isPermissionError, userLabel, userNameOf } from './owner.js';
 import { statePath } from './paths.js';
@@ -30,7 +31,17 @@ export function loadEnrollment(stateDir: string): Enrollment | null {
   }
   const problem = enrollmentProblem(value);
   if (problem) throw new AgentError('bad_state', `${file} is damaged (${problem}); enroll again with --force`);
-  return value as Enrollment;
+  const enrollment = value as Enrollment;
+  // `url` is the one field an operator edits (the coordinator moved: docs/operations.md): taken as
+  // enroll takes it, so that a trailing slash or `/v1` does not put `//v1/...` in every request.
+  let url: string;
+  try {
+    url = parseCoordinatorUrl(enrollment.url);
+  } catch (error) {
+    const reason = error instanceof AgentError ? error.message : String(error);
+    throw new AgentError('bad_state', `${file}: \`url\` is not a coordinator URL: ${reason}`);
+  }
+  return { ...enrollment, url };
 }
 
 function enrollmentProblem(value: unknown): string | null {

@@ -4,7 +4,13 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
 import { AgentError } from '../../src/errors.js';
-import { loadPrivateKey, savePrivateKey, tightenPrivateKeyMode } from '../../src/state/enrollment.js';
+import {
+  loadEnrollment,
+  loadPrivateKey,
+  saveEnrollment,
+  savePrivateKey,
+  tightenPrivateKeyMode,
+} from '../../src/state/enrollment.js';
 import { statePath } from '../../src/state/paths.js';
 
 let stateDir: string;
@@ -79,4 +85,39 @@ describe('the agent key', () => {
       }
     },
   );
+});
+
+describe('agent.json', () => {
+  const enrollment = {
+    url: 'https://drover.example.com',
+    agentId: '01a2339f-c01f-7f82-8d81-a11a1426fb59',
+    orgId: '80f20be5-7e7c-4022-9000-1c99846586fe',
+    serverPublicKey: Buffer.alloc(32, 7).toString('base64'),
+    enrolledAt: '2026-12-01T22:00:37.241Z',
+  };
+  const withUrl = (url: string) =>
+    fs.writeFileSync(statePath(stateDir, 'enrollment'), JSON.stringify({ ...enrollment, url }));
+
+  // Its url is what an operator edits when the coordinator moves (docs/operations.md). With a
+  // trailing slash the agent sent `PUT //v1/agent/workflows`, answered 404, while its stream connected.
+  it('takes an edited url as enroll does: a trailing slash and /v1 are the same origin', () => {
+    saveEnrollment(stateDir, enrollment);
+    expect(loadEnrollment(stateDir)).toEqual(enrollment);
+    for (const url of [
+      'https://drover.example.com/',
+      'https://drover.example.com/v1',
+      'https://drover.example.com/v1/',
+    ]) {
+      withUrl(url);
+      expect(loadEnrollment(stateDir)?.url).toBe('https://drover.example.com');
+    }
+  });
+
+  it('refuses a url that is no coordinator URL, saying which file and field', () => {
+    withUrl('https://drover.example.com/api');
+    const file = statePath(stateDir, 'enrollment');
+    expect(() => loadEnrollment(stateDir)).toThrow(
+      `${file}: \`url\` is not a coordinator URL: The coordinator URL must be the server root or its /v1 base URL, got the path \`/api\``,
+    );
+  });
 });
