@@ -53,9 +53,18 @@ const toAgent = (r: AgentRow): Agent => {
   };
 };
 
-/** An enrollment token, its row locked on PostgreSQL: two agents racing with it on two coordinators take turns. */
-const TOKEN = query<{ id: string; org_id: string; expires_at: string; used_at: string | null }, [string]>(
-  (d) => `SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ? ${d.forUpdate}`,
+/**
+ * An enrollment token, its row locked on PostgreSQL: two agents racing with it on two coordinators
+ * take turns. `issuer_left`: the member who made it is no longer a member of its organization.
+ */
+const TOKEN = query<
+  { id: string; org_id: string; expires_at: string; used_at: string | null; issuer_left: number | boolean },
+  [string]
+>(
+  (d) => `SELECT t.id, t.org_id, t.expires_at, t.used_at,
+     (t.created_by IS NOT NULL AND NOT EXISTS (
+       SELECT 1 FROM memberships m WHERE m.org_id = t.org_id AND m.user_id = t.created_by)) AS issuer_left
+   FROM enrollment_tokens t WHERE t.token_hash = ? ${d.forUpdate}`,
 );
 const SPEND_TOKEN = command<[string, string, string]>(
   'UPDATE enrollment_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ? AND used_at IS NULL',
@@ -140,7 +149,10 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
     enroll(tokenHash, agent, at) {
       return db.transaction(function* (): Flow<EnrollOutcome> {
         const token = yield* one(TOKEN, [tokenHash]);
-        const refusal = tokenRefusal(token ? { usedAt: token.used_at, expiresAt: token.expires_at } : null, at);
+        const refusal = tokenRefusal(
+          token ? { usedAt: token.used_at, expiresAt: token.expires_at, issuerLeft: Boolean(token.issuer_left) } : null,
+          at,
+        );
         if (refusal || !token) return { ok: false, reason: refusal ?? 'unknown' };
         const { id, name, hostname, os, agentVersion, publicKey } = agent;
         // After the token, so that only the holder of a valid one learns whether a key is enrolled;

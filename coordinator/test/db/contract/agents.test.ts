@@ -85,6 +85,40 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.listByOrg(orgId)).toEqual([]);
   });
 
+  it('refuses a token whose maker is no longer a member of its organization, without spending it', async () => {
+    const ownerId = newId();
+    await t.repos.users.insert({ id: ownerId, email: `${ownerId}@example.test`, passwordHash: 'x', createdAt: AT });
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, ownerId);
+    const makerId = newId();
+    await t.repos.users.insert({ id: makerId, email: `${makerId}@example.test`, passwordHash: 'x', createdAt: AT });
+    await t.repos.orgs.addMember(orgId, makerId, 'operator', AT);
+    const made = async (createdBy: string) => {
+      const tokenHash = newId();
+      await t.repos.enrollmentTokens.insert(
+        {
+          id: newId(),
+          orgId,
+          name: null,
+          expiresAt: later(3_600_000),
+          usedAt: null,
+          usedByAgentId: null,
+          createdBy,
+          createdAt: AT,
+        },
+        tokenHash,
+      );
+      return tokenHash;
+    };
+    const [left, stays] = [await made(makerId), await made(ownerId)];
+    expect(await t.repos.orgs.removeMember(orgId, makerId)).toBe('ok');
+    expect(await t.repos.agents.enroll(left, agent(), AT)).toEqual({ ok: false, reason: 'issuer_left' });
+    expect((await t.repos.agents.enroll(stays, agent(), AT)).ok).toBe(true);
+    // Back in the organization, their token works again, as their API tokens do.
+    await t.repos.orgs.addMember(orgId, makerId, 'member', AT);
+    expect((await t.repos.agents.enroll(left, agent(), AT)).ok).toBe(true);
+  });
+
   it('lists the most recently registered first, and finds agents only in their organization', async () => {
     const orgId = await org();
     const ids: string[] = [];
