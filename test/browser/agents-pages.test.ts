@@ -1,6 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enrollTestAgent } from '../helpers/agent.js';
+import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import {
   CHROMIUM,
   expectAccessible,
@@ -11,6 +11,8 @@ import {
   type TestPage,
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { createTestJob } from '../helpers/jobs.js';
+import { WORKFLOWS } from '../helpers/trigger-runs.js';
 
 /**
  * The Agents page of a fleet larger than a page: the coordinator sends 100 agents at a time, the
@@ -25,11 +27,14 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
   let owner: TestPage;
   /** The agents lists the page asked for (their query strings). */
   const asked: string[] = [];
+  /** The fleet, oldest first: `kiosk-000` is `fleet[0]`. */
+  const fleet: TestAgent[] = [];
 
   beforeAll(async () => {
     t = await startTestCoordinator();
     for (let i = 0; i < FLEET; i++) {
       const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: `kiosk-${String(i).padStart(3, '0')}` });
+      fleet.push(agent);
       if (i % 10 === 0) {
         const labels = await agent.request('PUT', '/v1/agent/labels', {
           labels: { os: 'linux', arch: 'x64', tier: 'gold' },
@@ -112,5 +117,85 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     expect(tokens.body.find((token) => token.name === 'fleet reader')?.scopes).toEqual([
       { type: 'agent', agentIds: [agents.body[0]!.id] },
     ]);
+  });
+
+  it("names the agents the Jobs, job, Triggers and Audit pages show, and finds the Jobs filter's agent by name, never reading every agent", async () => {
+    const [k007, k042, k050, k100] = [fleet[7]!, fleet[42]!, fleet[50]!, fleet[100]!];
+    const jobs = [];
+    for (const agent of [k007, k100, k007]) {
+      jobs.push(
+        await createTestJob(t, { agentId: agent.agentId, orgId: t.orgId }, { status: 'pending' }, { notify: false }),
+      );
+    }
+    expect((await k042.putWorkflows([WORKFLOWS[0]!])).status).toBe(200);
+    const one = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'one kiosk',
+        agentId: k042.agentId,
+        scopeType: 'workflow',
+        workflowName: 'deploy',
+        responseMode: 'async',
+      },
+    });
+    expect(one.status, one.text).toBe(201);
+    const gold = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'gold kiosks',
+        agentSelector: 'tier=gold',
+        fanout: 'all',
+        scopeType: 'workflow',
+        workflowName: 'deploy',
+        responseMode: 'async',
+      },
+    });
+    expect(gold.status, gold.text).toBe(201);
+    const renamed = await t.owner.patch(`/orgs/${t.orgId}/agents/${k050.agentId}`, { body: { name: 'lobby-screen' } });
+    expect(renamed.status, renamed.text).toBe(200);
+    asked.length = 0;
+
+    // The jobs' agents by name; the filter offers 20 agents and finds the others by name.
+    await page().goto(`/orgs/${t.orgId}/jobs`);
+    const jobRows = page().locator('table.jobs tbody tr');
+    await expect.poll(() => jobRows.count()).toBe(3);
+    await expect.poll(() => jobRows.locator('td', { hasText: /^kiosk-(007|100)$/ }).count()).toBe(3);
+    const filter = page().getByRole('form', { name: 'Filter jobs' });
+    const choices = filter.getByLabel('Agent', { exact: true }).locator('option');
+    await expect.poll(() => choices.count()).toBe(21);
+    await filter.getByText(`${FLEET - 20} more agents match: type more of the name.`).waitFor();
+    await filter.getByRole('searchbox', { name: 'Find an agent' }).fill('KIOSK-00');
+    await expect
+      .poll(() => choices.allInnerTexts())
+      .toEqual(['any', ...[9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map((i) => `kiosk-00${i}`)]);
+    await filter.getByLabel('Agent', { exact: true }).selectOption({ label: 'kiosk-007' });
+    await filter.getByRole('button', { name: 'Filter' }).click();
+    await expect.poll(() => new URL(page().url()).searchParams.get('agentId')).toBe(k007.agentId);
+    await expect.poll(() => jobRows.count()).toBe(2);
+    await expectAccessible(page(), 'the Jobs page filtered by an agent found by name');
+    // The chosen agent stays offered, by name, on a page opened at that address.
+    await page().reload();
+    await expect
+      .poll(() => filter.getByLabel('Agent', { exact: true }).locator('option:checked').innerText())
+      .toBe('kiosk-007');
+
+    // A job's page: its agent by name.
+    await page().goto(`/api/jobs/${jobs[1]!.id}`);
+    await page().getByRole('link', { name: 'kiosk-100' }).waitFor();
+
+    // The triggers list: the agent of one, how many agents the other's selector matches.
+    await page().goto(`/orgs/${t.orgId}/triggers`);
+    await page().getByRole('row', { name: 'one kiosk' }).getByText('kiosk-042').waitFor();
+    await page().getByRole('row', { name: 'gold kiosks' }).getByText('11 match now').waitFor();
+
+    // The audit log: the renamed agent by its name.
+    await page().goto(`/orgs/${t.orgId}/audit`);
+    await page()
+      .getByRole('row', { name: /renamed/ })
+      .first()
+      .getByRole('link', { name: 'lobby-screen' })
+      .waitFor();
+
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((search) => !/[?&](limit=\d+|id=)/.test(search))).toEqual([]);
+    expect(owner.problems).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
@@ -235,5 +236,28 @@ describe('agent management', () => {
     }
     expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${third.agentId}`)).status).toBe(200);
     expect(ids(await list('status=revoked'))).toEqual([third.agentId, second.agentId]);
+  });
+
+  it('lists the agents of some ids: any case, none of another organization or of no agent, 200 at most', async () => {
+    const list = (query: string) => member.get<{ id: string }[]>(`/orgs/${t.orgId}/agents?${query}`);
+    const ids = (res: { body: { id: string }[] }) => res.body.map((a) => a.id);
+    const elsewhere = await t.owner.post<{ id: string }>('/orgs', { body: { name: 'elsewhere' } });
+    expect(elsewhere.status, elsewhere.text).toBe(201);
+    const stranger = await enrollTestAgent(t.owner, elsewhere.body.id, { hostname: 'edge-elsewhere' });
+    const some = await list(
+      `id=${first.agentId.toUpperCase()}&id=${second.agentId}&id=${second.agentId}&id=${stranger.agentId}&id=${randomUUID()}`,
+    );
+    expect(some.status, some.text).toBe(200);
+    expect(ids(some)).toEqual([second.agentId, first.agentId]);
+    expect(some.headers.get('x-total-count')).toBe('2');
+    // With the other narrowings: the first is pending, the second revoked above.
+    expect(ids(await list(`id=${first.agentId}&id=${second.agentId}&status=pending`))).toEqual([first.agentId]);
+    expect(ids(await list(`id=${first.agentId}&id=${second.agentId}&q=second&limit=1`))).toEqual([second.agentId]);
+    const tooMany = Array.from({ length: 201 }, () => `id=${randomUUID()}`).join('&');
+    for (const query of ['id=abc', tooMany]) {
+      const bad = await list(query);
+      expect(bad.status).toBe(422);
+      expect((bad.body as unknown as { details: { path: string }[] }).details[0]!.path).toMatch(/^querystring\.id/);
+    }
   });
 });

@@ -1,6 +1,6 @@
-import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import { api, apiPage, apiPath, type Page } from './client';
-import { LIVE_REFRESH_MS } from './refresh';
+import { AGENT_DIRECTORY_REFRESH_MS, LIVE_REFRESH_MS } from './refresh';
 import type { Agent, Workflow } from './types';
 
 /** What the Agents page narrows its list to (docs/management.md, "A fleet's agents, a page at a time"). */
@@ -51,4 +51,73 @@ export const agentCountQuery = (orgId: string) =>
     queryKey: ['orgs', orgId, 'agents', { count: true }],
     queryFn: async () => (await apiPage<Agent>(apiPath`/orgs/${orgId}/agents?limit=1`)).total ?? 0,
     refetchInterval: LIVE_REFRESH_MS,
+  });
+
+/** The most agent ids one read of the agents list names (`?id=`; the coordinator's AGENTS_MAX_IDS). */
+const NAMES_PER_READ = 200;
+/** What the coordinator takes as an agent id (an audit entry's metadata may hold anything). */
+const AGENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The names of the agents of these ids (`GET /orgs/:orgId/agents?id=…`, 200 ids a read): what a
+ * page of jobs, triggers or audit entries reads to name the agents it shows, where it read every
+ * agent of the organization before (1.7 MB for 5,000). An id of no agent has no name. Under the
+ * agents list's key: a rename made in this dashboard refreshes it; otherwise as often as the agents
+ * directory, the previous names kept while the next ids are read.
+ */
+export const agentNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) => {
+  const wanted = [...new Set([...ids].filter((id): id is string => !!id && AGENT_ID.test(id)))].sort();
+  return queryOptions({
+    queryKey: ['orgs', orgId, 'agents', { names: wanted }],
+    queryFn: async (): Promise<Map<string, string>> => {
+      const names = new Map<string, string>();
+      for (let i = 0; i < wanted.length; i += NAMES_PER_READ) {
+        const query = new URLSearchParams(wanted.slice(i, i + NAMES_PER_READ).map((id) => ['id', id]));
+        for (const agent of await api<Agent[]>('GET', apiPath`/orgs/${orgId}/agents?${query}`)) {
+          names.set(agent.id, agent.name);
+        }
+      }
+      return names;
+    },
+    enabled: wanted.length > 0,
+    placeholderData: keepPreviousData,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
+  });
+};
+
+/**
+ * How many agents a selector trigger runs on now: those its selector matches, revoked ones left out
+ * (two counts the coordinator makes: `?selector=…&limit=1` and the same of status `revoked`), where
+ * the triggers list matched every agent of the organization in the page before.
+ */
+export const selectorCountQuery = (orgId: string, selector: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'agents', { selectorCount: selector }],
+    queryFn: async (): Promise<number> => {
+      const count = async (status?: string) => {
+        const query = new URLSearchParams({ selector, limit: '1', ...(status ? { status } : {}) });
+        return (await apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`)).total ?? 0;
+      };
+      const [matching, revoked] = await Promise.all([count(), count('revoked')]);
+      return matching - revoked;
+    },
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
+  });
+
+/** The most agents a picker offers at once: more are found by typing more of the name. */
+export const AGENT_PICKS = 20;
+
+/**
+ * The agents whose name or hostname holds `text` (every agent when it is empty), the AGENT_PICKS
+ * most recently registered, with how many match in all: what a picker offers as it is typed.
+ */
+export const agentSearchQuery = (orgId: string, text: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'agents', { search: text }],
+    queryFn: () => {
+      const query = new URLSearchParams({ limit: String(AGENT_PICKS), ...(text ? { q: text.slice(0, 255) } : {}) });
+      return apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`);
+    },
+    placeholderData: keepPreviousData,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
   });

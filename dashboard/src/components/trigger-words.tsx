@@ -1,10 +1,9 @@
+import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
+import { selectorCountQuery } from '../api/agent-pages';
 import type { Occurrence, Trigger, TriggerType } from '../api/triggers';
-import type { Agent } from '../api/types';
 import { BatchName } from './BatchName';
 import { JobNumber } from './JobNumber';
-import { parseSelectorText } from './SelectorInput';
-import { selectorMatch } from './SelectorMatches';
 
 /** How the trigger pages say a trigger's kind, workflow, schedule and occurrences. */
 
@@ -26,11 +25,10 @@ export const fanoutWords = (t: Pick<Trigger, 'fanout' | 'maxParallel'>): string 
 
 /**
  * Where a trigger on a label selector runs, as the triggers list says it: its selector, its
- * fan-out and how many agents it matches now (when the agents are read).
+ * fan-out and how many agents it matches now (when the coordinator has counted them).
  */
-export function SelectorTarget({ trigger, agents }: { trigger: Trigger; agents: readonly Agent[] | undefined }) {
-  const requirements = parseSelectorText(trigger.agentSelector ?? '').requirements;
-  const count = agents && requirements ? selectorMatch(agents, [], requirements, '').agents.length : null;
+export function SelectorTarget({ orgId, trigger }: { orgId: string; trigger: Trigger }) {
+  const count = useQuery(selectorCountQuery(orgId, trigger.agentSelector ?? '')).data ?? null;
   return (
     <>
       agents matching <code className="selector">{trigger.agentSelector}</code>

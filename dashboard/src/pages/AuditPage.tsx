@@ -4,7 +4,7 @@ import { Link, useSearchParams } from 'react-router';
 import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
 import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
 import { emailsOf, membersQuery, triggerNamesQuery } from '../api/jobs';
-import { agentsQuery } from '../api/queries';
+import { agentNamesQuery } from '../api/agent-pages';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 
@@ -26,7 +26,8 @@ export function AuditPage() {
     if (value) filters[key] = value;
   }
   const entries = useInfiniteQuery(auditQuery(orgId, filters, mayManage));
-  const agents = useQuery({ ...agentsQuery(orgId), enabled: mayManage, refetchInterval: false });
+  const agentIds = (entries.data?.pages ?? []).flatMap((p) => p.items.flatMap(agentIdsOf));
+  const agents = useQuery({ ...agentNamesQuery(orgId, agentIds), refetchInterval: false });
   const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: mayManage });
   const members = useQuery({ ...membersQuery(orgId), enabled: mayManage });
   const tokens = useQuery(tokenNamesQuery(orgId, mayManage));
@@ -42,7 +43,7 @@ export function AuditPage() {
   }
   const names: Names = {
     orgId,
-    agents: new Map((agents.data ?? []).map((a) => [a.id, a.name])),
+    agents: agents.data ?? new Map<string, string>(),
     triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
     emails: emailsOf(members.data),
     tokens: new Map((tokens.data ?? []).map((tk) => [tk.id, tk.name])),
@@ -102,6 +103,15 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 const jobLabel = (id: string, number?: unknown) => (typeof number === 'number' ? `#${number}` : shortId(id));
 /** Metadata keys that hold a job id, each shown as a link to the job. */
 const JOB_ID_KEYS = new Set(['jobId', 'activeJobId', 'cancelledJobId']);
+
+/** The agents an entry names: its actor, its target, a device's agent. */
+function agentIdsOf(entry: AuditEntry): (string | null | undefined)[] {
+  return [
+    entry.actorType === 'agent' ? entry.actorId : null,
+    entry.targetType === 'agent' ? entry.targetId : null,
+    entry.targetType === 'device_binding' ? text(entry.metadata.agentId) : null,
+  ];
+}
 
 /** Who acted: a member's email, an API token's name, an agent's name, or the coordinator. */
 function actor(entry: AuditEntry, names: Names): ReactNode {

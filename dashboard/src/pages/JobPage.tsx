@@ -14,7 +14,7 @@ import {
 } from '../api/jobs';
 import { appsQuery } from '../api/ota';
 import { answerPage } from '../api/triggers';
-import { agentsQuery, isFinished, orgsQuery } from '../api/queries';
+import { agentQuery, isFinished, orgsQuery } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { BatchName } from '../components/BatchName';
 import { cancelState } from '../components/cancel-words';
@@ -126,10 +126,15 @@ function LiveJob({ jobId }: { jobId: string }) {
  */
 function JobPlace({ job }: { job: JobDetail }) {
   const orgId = job.orgId;
-  const agents = useQuery({ ...agentsQuery(orgId), refetchInterval: false });
+  const agentRead = useQuery({
+    ...agentQuery(orgId, job.agentId ?? ''),
+    enabled: job.agentId !== null,
+    refetchInterval: false,
+    retry: false,
+  });
   const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: job.triggerId !== null });
   const apps = useQuery({ ...appsQuery(orgId), enabled: job.applicationId !== null });
-  const agent = agents.data?.find((a) => a.id === job.agentId);
+  const agent = agentRead.data;
   const trigger = job.triggerId === null ? undefined : triggers.data?.find((tr) => tr.id === job.triggerId);
   const app = job.applicationId === null ? undefined : apps.data?.find((a) => a.id === job.applicationId);
   const release = job.kind === 'update' ? releaseOf(job.params) : null;

@@ -11,12 +11,13 @@ import {
   triggerNamesQuery,
 } from '../api/jobs';
 import type { JobFilters } from '../api/jobs';
-import { agentsQuery } from '../api/queries';
+import { agentNamesQuery } from '../api/agent-pages';
 import type { Job } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { duration, JobLeadCells } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 
+import { AgentPicker } from '../components/AgentPicker';
 import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
 import { useDraft } from './use-draft';
@@ -35,16 +36,16 @@ export function JobsPage() {
     if (value) filters[key] = value;
   }
   const jobs = useInfiniteQuery(jobsQuery(orgId, filters));
-  const agents = useQuery(agentsQuery(orgId));
+  const rows = jobs.data?.pages.flatMap((p) => p.items) ?? [];
+  const agents = useQuery(agentNamesQuery(orgId, [...rows.map((job) => job.agentId), filters.agentId]));
   const triggers = useQuery(triggerNamesQuery(orgId));
   const members = useQuery(membersQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
   const names = {
-    agents: new Map((agents.data ?? []).map((a) => [a.id, a.name])),
+    agents: agents.data ?? new Map<string, string>(),
     triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
     emails: emailsOf(members.data),
   };
-  const rows = jobs.data?.pages.flatMap((p) => p.items) ?? [];
   const apply = (next: JobFilters) => {
     const params = new URLSearchParams();
     for (const key of JOB_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
@@ -65,7 +66,8 @@ export function JobsPage() {
       <JobFiltersForm
         address={search.toString()}
         filters={filters}
-        agents={agents.data?.map((a) => ({ id: a.id, name: a.name })) ?? []}
+        orgId={orgId}
+        agentNames={names.agents}
         triggers={triggers.data ?? []}
         onApply={apply}
       />
@@ -142,7 +144,9 @@ function JobFiltersForm(props: {
   /** The address's search, which the fields start over from when it changes. */
   address: string;
   filters: JobFilters;
-  agents: { id: string; name: string }[];
+  orgId: string;
+  /** The names of the agents known (that of the chosen one among them, once read). */
+  agentNames: Map<string, string>;
   triggers: { id: string; name: string }[];
   onApply: (filters: JobFilters) => void;
 }) {
@@ -203,17 +207,13 @@ function JobFiltersForm(props: {
           ))}
         </select>
       </label>
-      <label>
-        Agent
-        <select value={agentId} onChange={set('agentId')}>
-          <option value="">any</option>
-          {props.agents.map((a) => (
-            <option key={a.id} value={a.id}>
-              {a.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <AgentPicker
+        orgId={props.orgId}
+        value={agentId}
+        valueName={props.agentNames.get(agentId)}
+        onChange={(id) => setDraft((fields) => ({ ...fields, agentId: id }))}
+        none="any"
+      />
       <label>
         Created from
         <input type="datetime-local" value={after} onChange={set('after')} />

@@ -1,10 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { chatIntegrationsQuery } from '../api/chat';
 import { Link } from 'react-router';
-import { agentsQuery } from '../api/queries';
+import { agentNamesQuery } from '../api/agent-pages';
 import { TRIGGERS_REFRESH_MS, triggersQuery, type Trigger } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
-import type { Agent } from '../api/types';
 import {
   answerWords,
   NextRun,
@@ -21,10 +20,15 @@ import { shortId } from '@drover/shared/short-id';
 export function TriggersPage() {
   const { orgId, org, loaded } = useOrg();
   const triggers = useQuery({ ...triggersQuery(orgId), refetchInterval: TRIGGERS_REFRESH_MS });
-  const agents = useQuery(agentsQuery(orgId));
+  const agentNames = useQuery(
+    agentNamesQuery(
+      orgId,
+      (triggers.data ?? []).map((t) => t.agentId),
+    ),
+  );
   const integrations = useQuery(chatIntegrationsQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
-  const agentName = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
+  const agentName = agentNames.data ?? new Map<string, string>();
   // Chat triggers whose workspace is not connected do not fire (known once the list has loaded).
   const connected = integrations.data && new Set(integrations.data.map((i) => `${i.provider}:${i.teamId}`));
   const idle = (t: Trigger) =>
@@ -69,7 +73,6 @@ export function TriggersPage() {
                   orgId={orgId}
                   trigger={trigger}
                   agentName={trigger.agentId === null ? undefined : agentName.get(trigger.agentId)}
-                  agents={agents.data}
                   notConnected={idle(trigger)}
                 />
               ))}
@@ -82,13 +85,7 @@ export function TriggersPage() {
   );
 }
 
-function TriggerRow(props: {
-  orgId: string;
-  trigger: Trigger;
-  agentName?: string;
-  agents: Agent[] | undefined;
-  notConnected: boolean;
-}) {
+function TriggerRow(props: { orgId: string; trigger: Trigger; agentName?: string; notConnected: boolean }) {
   const { orgId, trigger, agentName, notConnected } = props;
   const cron = trigger.type === 'cron';
   const last = trigger.lastOccurrences[0];
@@ -102,7 +99,7 @@ function TriggerRow(props: {
         {notConnected && <span className="warning"> (workspace not connected)</span>}
       </td>
       <td className="name">
-        {trigger.agentSelector !== null && <SelectorTarget trigger={trigger} agents={props.agents} />}
+        {trigger.agentSelector !== null && <SelectorTarget orgId={orgId} trigger={trigger} />}
         {trigger.agentSelector === null &&
           trigger.agentId !== null &&
           (agentName ?? <code>{shortId(trigger.agentId)}</code>)}

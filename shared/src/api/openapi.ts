@@ -998,7 +998,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List the agents of an organization, most recently registered first: those a label selector, a status and a text match; in pages with `limit` */
+    /** List the agents of an organization, most recently registered first: those a label selector, a status, a text and a list of ids match; in pages with `limit` */
     get: operations['listAgents'];
     put?: never;
     post?: never;
@@ -7661,6 +7661,8 @@ export interface operations {
         status?: 'connected' | 'disconnected' | 'pending' | 'revoked';
         /** @description Only the agents whose name or hostname holds this text, in any case */
         q?: string;
+        /** @description Only the agents of these ids (the parameter once for each, up to 200): the names of those a page shows */
+        id?: string[];
         /** @description At most this many agents, the next page's cursor in x-next-cursor when more match; without it, every agent that matches */
         limit?: number;
         /** @description the x-next-cursor of the previous page */

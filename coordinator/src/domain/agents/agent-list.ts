@@ -8,6 +8,8 @@ export interface AgentListFilter {
   status?: AgentStatus;
   /** Text the agent's name or hostname holds, in any case. */
   text?: string;
+  /** Only the agents of these ids: those a page names (read by id, not among every agent). */
+  ids?: readonly string[];
   /** The page's cursor: agents registered before the one of this number. */
   before?: number;
   /** At most this many agents; none: every one that matches. */
@@ -27,10 +29,11 @@ export interface AgentListPage {
  * A page of the organization's agents that match the filter. The selector and the text are matched
  * here, on the organization's agents as read (labels are JSON in the database): an organization of
  * 5,000 agents is read in a few milliseconds, and a page of them is what goes over the wire and is
- * drawn, where every agent went every few seconds before.
+ * drawn, where every agent went every few seconds before. With `ids`, only those agents are read
+ * (the names of the agents a page of jobs, triggers or audit entries shows).
  */
 export async function listAgents(
-  repo: Pick<AgentRepository, 'listByOrg'>,
+  repo: Pick<AgentRepository, 'listByOrg' | 'listByIds'>,
   orgId: string,
   filter: AgentListFilter = {},
 ): Promise<AgentListPage> {
@@ -39,7 +42,8 @@ export async function listAgents(
     (filter.status === undefined || agent.status === filter.status) &&
     (!text || agent.name.toLowerCase().includes(text) || agent.hostname.toLowerCase().includes(text)) &&
     (!filter.selector?.length || matchesSelector(filter.selector, agent.labels));
-  const all = (await repo.listByOrg(orgId)).filter(matches);
+  const read = filter.ids === undefined ? await repo.listByOrg(orgId) : await repo.listByIds(orgId, filter.ids);
+  const all = read.filter(matches);
   const { before, limit } = filter;
   const from = before === undefined ? 0 : all.findIndex((agent) => agent.seq < before);
   const rest = from < 0 ? [] : all.slice(from);

@@ -6,7 +6,7 @@ import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
+import { errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
 import { AgentSchema, labelsSchema, noQuery } from '../../schemas/management.js';
 import {
   cursorQueryProperty,
@@ -21,6 +21,8 @@ type AgentParams = { orgId: string; agentId: string };
 
 /** The most agents one page of the list holds. */
 export const AGENTS_MAX_LIMIT = 500;
+/** The most agent ids one read of the list names (`?id=…&id=…`): a page of jobs or audit entries. */
+export const AGENTS_MAX_IDS = 200;
 
 const pagedAgents = pageResponse(AgentSchema, 'agents');
 const agentPage = {
@@ -39,6 +41,7 @@ interface AgentListQuery {
   selector?: string;
   status?: AgentStatus;
   q?: string;
+  id?: string[];
   limit?: number;
   cursor?: string;
 }
@@ -54,7 +57,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
       schema: {
         operationId: 'listAgents',
         summary:
-          'List the agents of an organization, most recently registered first: those a label selector, a status and a text match; in pages with `limit`',
+          'List the agents of an organization, most recently registered first: those a label selector, a status, a text and a list of ids match; in pages with `limit`',
         tags: ['dashboard'],
         params: orgParams,
         querystring: {
@@ -74,6 +77,13 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
               description: 'Only the agents whose name or hostname holds this text, in any case',
               examples: ['lab'],
             },
+            id: {
+              type: 'array',
+              items: uuid,
+              minItems: 1,
+              maxItems: AGENTS_MAX_IDS,
+              description: `Only the agents of these ids (the parameter once for each, up to ${AGENTS_MAX_IDS}): the names of those a page shows`,
+            },
             limit: {
               type: 'integer',
               minimum: 1,
@@ -91,11 +101,12 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     },
     async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      const { selector, status, q, limit, cursor } = request.query;
+      const { selector, status, q, id, limit, cursor } = request.query;
       const page = await listAgents(app.ctx.repos.agents, orgId, {
         ...(selector === undefined ? {} : { selector: selectorFrom(selector, 'querystring.selector') }),
         ...(status === undefined ? {} : { status }),
         ...(q === undefined ? {} : { text: q }),
+        ...(id === undefined ? {} : { ids: [...new Set(id.map((one) => one.toLowerCase()))] }),
         ...(cursor === undefined ? {} : { before: parseCursor(cursor) }),
         ...(limit === undefined ? {} : { limit }),
       });
