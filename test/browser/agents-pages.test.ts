@@ -29,6 +29,8 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
   const asked: string[] = [];
   /** The fleet, oldest first: `kiosk-000` is `fleet[0]`. */
   const fleet: TestAgent[] = [];
+  /** The trigger of kiosk-042 alone (made by the Jobs test). */
+  let oneKiosk = '';
 
   beforeAll(async () => {
     t = await startTestCoordinator();
@@ -138,6 +140,7 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
       },
     });
     expect(one.status, one.text).toBe(201);
+    oneKiosk = (one.body as { id: string }).id;
     const gold = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
       body: {
         name: 'gold kiosks',
@@ -197,5 +200,31 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     expect(asked.length).toBeGreaterThan(0);
     expect(asked.filter((search) => !/[?&](limit=\d+|id=)/.test(search))).toEqual([]);
     expect(owner.problems).toEqual([]);
+  });
+
+  it("reads the one agent of a trigger and that agent's workflows on the trigger's page, not every agent and workflow", async () => {
+    const workflowsAsked: string[] = [];
+    const listen = (request: import('playwright-core').Request) => {
+      const url = new URL(request.url());
+      if (url.pathname === `/v1/orgs/${t.orgId}/workflows`) workflowsAsked.push(url.search);
+    };
+    page().on('request', listen);
+    try {
+      asked.length = 0;
+      await page().goto(`/orgs/${t.orgId}/triggers/${oneKiosk}`);
+      await page().getByRole('heading', { name: 'one kiosk' }).waitFor();
+      await page()
+        .getByRole('definition')
+        .filter({ hasText: /^kiosk-042$/ })
+        .waitFor();
+      // Run by hand: the form of the agent's workflow deploy, its parameter env.
+      await page().getByRole('form', { name: 'Run by hand' }).getByLabel('env (required)').waitFor();
+      expect(await page().getByText('The agent has not reported the workflow deploy').count()).toBe(0);
+      expect(workflowsAsked).toEqual([`?agentId=${fleet[42]!.agentId}`]);
+      expect(asked).toEqual([]);
+      expect(owner.problems).toEqual([]);
+    } finally {
+      page().off('request', listen);
+    }
   });
 });

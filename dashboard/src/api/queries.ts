@@ -54,5 +54,13 @@ export const workflowsQuery = (orgId: string) =>
     refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
   });
 
+/** The active workflows of one agent (`?agentId=`), under the workflows' key: as often as they. */
+export const agentWorkflowsQuery = (orgId: string, agentId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'workflows', { agentId }],
+    queryFn: () => api<Workflow[]>('GET', apiPath`/orgs/${orgId}/workflows?${new URLSearchParams({ agentId })}`),
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
+  });
+
 const FINISHED = new Set(['success', 'failed', 'timed_out', 'cancelled', 'rejected']);
 export const isFinished = (status: string): boolean => FINISHED.has(status);

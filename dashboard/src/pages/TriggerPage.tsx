@@ -5,10 +5,11 @@ import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
-import { agentsQuery, workflowsQuery } from '../api/queries';
+import { agentQuery, agentsQuery, agentWorkflowsQuery, workflowsQuery } from '../api/queries';
 import { recentTriggerBatchesQuery } from '../api/batches';
 import { emailsOf, membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
+import { AGENT_DIRECTORY_REFRESH_MS } from '../api/refresh';
 import { BatchCells } from '../components/BatchProgress';
 import { CopyBlock } from '../components/CopyBlock';
 import { shellQuote } from '../lib/shell';
@@ -31,15 +32,26 @@ export function TriggerPage() {
   const { orgId, org, loaded } = useOrg();
   const { triggerId = '' } = useParams();
   const trigger = useQuery({ ...triggerQuery(orgId, triggerId), refetchInterval: TRIGGERS_REFRESH_MS });
-  const agents = useQuery(agentsQuery(orgId));
-  const workflows = useQuery(workflowsQuery(orgId));
+  // A trigger of one agent reads that agent and its workflows; one on a selector, every agent and
+  // workflow (to match the selector and name those lacking the workflow).
+  const onSelector = trigger.data !== undefined && trigger.data.agentSelector !== null;
+  const oneAgentId = trigger.data?.agentSelector === null ? trigger.data.agentId : null;
+  const agents = useQuery({ ...agentsQuery(orgId), enabled: onSelector });
+  const workflows = useQuery({ ...workflowsQuery(orgId), enabled: onSelector });
+  const oneAgent = useQuery({
+    ...agentQuery(orgId, oneAgentId ?? ''),
+    enabled: oneAgentId !== null,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
+    retry: false,
+  });
+  const oneAgentWorkflows = useQuery({ ...agentWorkflowsQuery(orgId, oneAgentId ?? ''), enabled: oneAgentId !== null });
   if ((loaded && !org) || (trigger.error instanceof ApiError && trigger.error.statusCode === 404)) {
     return <NotFoundPage />;
   }
   if (trigger.error) return <ErrorMessage error={trigger.error} />;
   if (!trigger.data) return <p className="loading">Loading…</p>;
   const t = trigger.data;
-  const agent = agents.data?.find((a) => a.id === t.agentId);
+  const agent = oneAgent.data;
   // The agents a run goes to: the trigger's agent, or those its selector matches now.
   const requirements = t.agentSelector === null ? null : parseSelectorText(t.agentSelector).requirements;
   const runners =
@@ -80,7 +92,11 @@ export function TriggerPage() {
         <RunByHand
           orgId={orgId}
           trigger={t}
-          workflows={(workflows.data ?? []).filter((w) => runners.includes(w.agentId))}
+          workflows={
+            oneAgentId !== null
+              ? (oneAgentWorkflows.data ?? [])
+              : (workflows.data ?? []).filter((w) => runners.includes(w.agentId))
+          }
           mayForce={allows(org, 'runs.force')}
         />
       )}
