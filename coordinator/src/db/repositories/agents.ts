@@ -105,8 +105,10 @@ const REPORT_DIGEST = {
   workflows: command<[string, string]>('UPDATE agents SET workflows_digest = ? WHERE id = ?'),
   labels: command<[string, string]>('UPDATE agents SET labels_digest = ? WHERE id = ?'),
 } as const;
+/** Only an agent not revoked yet: of two revocations at once, one changes the row (the other waits, then finds it revoked). */
 const REVOKE = query<AgentRow, [string, string, string]>(
-  `UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?
+  `UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?)
+   WHERE org_id = ? AND id = ? AND status <> 'revoked'
    RETURNING *`,
 );
 const ADD_NONCE = command<[string, string, number]>(
@@ -195,7 +197,10 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
       await db.run(REPORT_DIGEST[kind], [digest, id]);
     },
     async revoke(orgId, id, at) {
-      return agentOrNull(await db.one(REVOKE, [at, orgId, id]));
+      const revoked = agentOrNull(await db.one(REVOKE, [at, orgId, id]));
+      if (revoked) return { agent: revoked, first: true };
+      const agent = agentOrNull(await db.one(IN_ORG, [orgId, id]));
+      return agent ? { agent, first: false } : null;
     },
     rememberNonce(agentId, nonce, expiresAtMs, nowMs) {
       const purge = nowMs - lastPurge > NONCE_PURGE_INTERVAL_MS;

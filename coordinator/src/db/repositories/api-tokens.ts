@@ -46,8 +46,9 @@ const IN_ORG = query<ApiTokenRow, [string, string]>('SELECT * FROM api_tokens WH
 const BY_ORG = query<ApiTokenRow, [string]>(
   (d) => `SELECT * FROM api_tokens WHERE org_id = ? ORDER BY created_at DESC, ${d.insertionOrder} DESC`,
 );
+/** Only a token not revoked yet: of two revocations at once, one changes the row (the other waits, then finds it revoked). */
 const REVOKE = command<[string, string, string]>(
-  'UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?',
+  'UPDATE api_tokens SET revoked_at = ? WHERE org_id = ? AND id = ? AND revoked_at IS NULL',
 );
 
 const REVOKE_ALL_OF_USER = query<ApiTokenRow, [string, string]>(
@@ -92,8 +93,9 @@ export function createApiTokenRepository(db: Database): ApiTokenRepository {
       return (await db.all(REVOKE_ALL_OF_USER, [at, userId])).map(toApiToken);
     },
     async revoke(orgId, id, at) {
-      if ((await db.run(REVOKE, [at, orgId, id])) === 0) return null;
-      return inOrg(orgId, id);
+      const first = (await db.run(REVOKE, [at, orgId, id])) === 1;
+      const token = await inOrg(orgId, id);
+      return token ? { token, first } : null;
     },
   };
 }

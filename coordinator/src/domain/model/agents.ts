@@ -83,8 +83,12 @@ export interface AgentRepository {
   setReportedLabels(id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
   /** Keeps the digest of the agent's report just accepted (after what it reported is written). */
   recordReportDigest(id: string, kind: ReportKind, digest: string): Promise<void>;
-  /** Marks the agent revoked; returns null when it does not exist in the organization. */
-  revoke(orgId: string, id: string, at: string): Promise<Agent | null>;
+  /**
+   * Marks the agent revoked: the agent as it is now, and whether this call revoked it (`first`;
+   * false when it was revoked before, also by a call at the same moment on another coordinator);
+   * null when it does not exist in the organization.
+   */
+  revoke(orgId: string, id: string, at: string): Promise<{ agent: Agent; first: boolean } | null>;
   /**
    * Records a request nonce; false when the agent already used it within the window (replay).
    * Expired nonces are purged as a side effect.

@@ -28,7 +28,12 @@ export interface ApiTokenRepository {
   findInOrg(orgId: string, id: string): Promise<ApiToken | null>;
   /** Newest first. */
   listByOrg(orgId: string): Promise<ApiToken[]>;
-  revoke(orgId: string, id: string, at: string): Promise<ApiToken | null>;
+  /**
+   * Revokes the token: the token as it is now, and whether this call revoked it (`first`; false
+   * when it was revoked before, also by a call at the same moment on another coordinator); null
+   * when it does not exist in the organization.
+   */
+  revoke(orgId: string, id: string, at: string): Promise<{ token: ApiToken; first: boolean } | null>;
   /** Revokes every token this user issued, in every organization, that is not revoked yet: those. */
   revokeAllOfUser(userId: string, at: string): Promise<ApiToken[]>;
 }

@@ -65,9 +65,9 @@ export class ApiTokenService {
     if (before.userId !== actor.userId) requirePermission(actor.role, 'api_tokens.revoke_any');
     const revoked = await repos.apiTokens.revoke(actor.orgId, before.id, isoNow(clock));
     if (!revoked) throw notFound('API token');
-    if (before.revokedAt === null) {
-      await audit.record(userAction(actor, 'api_token.revoke', 'api_token', revoked.id, { name: revoked.name }));
-    }
-    return revoked;
+    const { token, first } = revoked;
+    // The call that revoked it, not each of the calls that read it unrevoked at once.
+    if (first) await audit.record(userAction(actor, 'api_token.revoke', 'api_token', token.id, { name: token.name }));
+    return token;
   }
 }

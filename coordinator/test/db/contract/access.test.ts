@@ -435,10 +435,31 @@ describe.each(DATABASES)('API tokens (%s)', (kind) => {
       'deploy',
       'ci',
     ]);
-    expect(await t.repos.apiTokens.revoke(owner.orgId, first.id, later(5))).toEqual({ ...first, revokedAt: later(5) });
-    expect((await t.repos.apiTokens.revoke(owner.orgId, first.id, later(9)))?.revokedAt).toBe(later(5));
+    expect(await t.repos.apiTokens.revoke(owner.orgId, first.id, later(5))).toEqual({
+      token: { ...first, revokedAt: later(5) },
+      first: true,
+    });
+    expect(await t.repos.apiTokens.revoke(owner.orgId, first.id, later(9))).toEqual({
+      token: { ...first, revokedAt: later(5) },
+      first: false,
+    });
     expect(await t.repos.apiTokens.revoke(newId(), first.id, later(9))).toBeNull();
     expect(await t.repos.apiTokens.findInOrg(newId(), first.id)).toBeNull();
+  });
+
+  it('revokes a token first for one of two revocations at once from two coordinators', async () => {
+    const owner = await setup();
+    for (let round = 0; round < 5; round++) {
+      const x = token(owner);
+      await t.repos.apiTokens.insert(x, `race${round}`);
+      const outcomes = await Promise.all([
+        t.repos.apiTokens.revoke(owner.orgId, x.id, later(1)),
+        t.other.apiTokens.revoke(owner.orgId, x.id, later(2)),
+      ]);
+      expect(outcomes.map((o) => o?.first).sort()).toEqual([false, true]);
+      const revokedAt = outcomes.find((o) => o?.first)!.token.revokedAt;
+      expect(outcomes.map((o) => o?.token.revokedAt)).toEqual([revokedAt, revokedAt]);
+    }
   });
 
   it('answers a null issuer role once the issuer left the organization', async () => {

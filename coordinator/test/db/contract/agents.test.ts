@@ -161,11 +161,31 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.findById(a.id)).toMatchObject({ status: 'disconnected', lastSeenAt: later(2) });
     expect(await t.repos.agents.listLastSeen()).toEqual([{ id: a.id, name: 'edge-1', lastSeenAt: later(2) }]);
     const revoked = await t.repos.agents.revoke(orgId, a.id, later(4));
-    expect(revoked).toMatchObject({ status: 'revoked', revokedAt: later(4) });
-    expect((await t.repos.agents.revoke(orgId, a.id, later(5)))?.revokedAt).toBe(later(4));
+    expect(revoked).toMatchObject({ agent: { status: 'revoked', revokedAt: later(4) }, first: true });
+    expect(await t.repos.agents.revoke(orgId, a.id, later(5))).toMatchObject({
+      agent: { revokedAt: later(4) },
+      first: false,
+    });
     expect(await t.repos.agents.markConnected(a.id, later(6))).toBe(false);
     expect(await t.repos.agents.listLastSeen()).toEqual([]);
     expect(await t.repos.agents.revoke(orgId, newId(), later(7))).toBeNull();
+  });
+
+  it('is revoked first by one of two revocations at once from two coordinators', async () => {
+    const orgId = await org();
+    const a = agent();
+    await t.repos.agents.enroll(await token(orgId), a, AT);
+    for (let round = 0; round < 5; round++) {
+      const b = agent();
+      await t.repos.agents.enroll(await token(orgId), b, AT);
+      const outcomes = await Promise.all([
+        t.repos.agents.revoke(orgId, b.id, later(1)),
+        t.other.agents.revoke(orgId, b.id, later(2)),
+      ]);
+      expect(outcomes.map((o) => o?.first).sort()).toEqual([false, true]);
+      const revokedAt = outcomes.find((o) => o?.first)!.agent.revokedAt;
+      expect(outcomes.map((o) => o?.agent.revokedAt)).toEqual([revokedAt, revokedAt]);
+    }
   });
 
   it('stays connected while another coordinator has seen it since, and comes back with its pings', async () => {

@@ -210,8 +210,11 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
       const before = await app.ctx.repos.agents.findInOrg(orgId, request.params.agentId);
       if (!before) throw notFound('Agent');
       if (before.status === 'revoked') return before; // idempotent: nothing more to do or record
-      const agent = await app.ctx.repos.agents.revoke(orgId, before.id, isoNow(app.ctx.clock));
-      if (!agent) throw notFound('Agent');
+      const revoked = await app.ctx.repos.agents.revoke(orgId, before.id, isoNow(app.ctx.clock));
+      if (!revoked) throw notFound('Agent');
+      const { agent } = revoked;
+      // Revoked by another call meanwhile (the same click twice, two coordinators): that one records it.
+      if (!revoked.first) return agent;
       await app.ctx.audit.record({
         orgId,
         actorType: 'user',
