@@ -77,6 +77,13 @@ const UPDATE = command<Record<string, unknown>>(
    WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL
      AND (@keysSet = 0 OR COALESCE(release_keys, '') = @keysFrom)`,
 );
+/**
+ * The application's bindings, locked (PostgreSQL): an evaluation in flight holds them until it
+ * commits, and the update jobs it issued are then seen by CANCEL_PENDING (a statement of its own).
+ */
+const LOCK_BINDINGS = query<{ id: string }, [string]>(
+  (d) => `SELECT id FROM device_bindings WHERE application_id = ? ORDER BY id ${d.forUpdate}`,
+);
 const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
   `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
    WHERE status = 'pending' AND id IN (SELECT active_job_id FROM device_bindings
@@ -89,8 +96,9 @@ const TOMBSTONE = command<[string, string]>('UPDATE applications SET deleted_at 
 
 /**
  * A slug is taken once among an organization's applications not deleted: its partial unique index
- * decides. A deletion locks the application's row (PostgreSQL), cancels the pending update jobs of
- * its bindings and removes its bindings and releases, in one transaction.
+ * decides. A deletion locks the application's row and its bindings (PostgreSQL: after the
+ * evaluations that hold them), cancels the pending update jobs of its bindings and removes its
+ * bindings and releases, in one transaction.
  */
 export function createApplicationRepository(db: Database): ApplicationRepository {
   const inOrg = async (orgId: string, id: string) => {
@@ -158,6 +166,7 @@ export function createApplicationRepository(db: Database): ApplicationRepository
         function* () {
           const row = yield* one(IN_ORG_LOCKED, [orgId, id]);
           if (!row) return null;
+          yield* all(LOCK_BINDINGS, [id]);
           const cancelled = yield* all(CANCEL_PENDING, [message, at, id]);
           yield* run(DELETE_BINDINGS, [id]);
           yield* run(DELETE_RELEASES, [id]);

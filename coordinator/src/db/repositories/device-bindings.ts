@@ -16,6 +16,10 @@ const ALREADY_BOUND = query<{ agent_id: string }, [string, string]>(
   (d) => `SELECT agent_id FROM device_bindings
    WHERE application_id = ? AND agent_id ${d.inJsonArray('?')}`,
 );
+/** The application, not deleted (read once its row is locked: a deletion that went first is seen). */
+const APP_LIVE = query<{ one: number }, [string]>(
+  'SELECT 1 AS one FROM applications WHERE id = ? AND deleted_at IS NULL',
+);
 const INSERT = query<DeviceBindingRow, [string, string, string, string, string, string]>(
   `INSERT INTO device_bindings (id, org_id, application_id, agent_id, channel, created_at)
    VALUES (?, ?, ?, ?, ?, ?) RETURNING *`,
@@ -132,6 +136,7 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
   let activeAfter: string | null = null;
   function* bind(input: BindInput): Flow<BindResult> {
     yield* lockApplication(input.applicationId);
+    if (!(yield* one(APP_LIVE, [input.applicationId]))) return { outcome: 'not_found' };
     const ids = input.bindings.map((b) => b.agentId);
     const taken = (yield* all(ALREADY_BOUND, [input.applicationId, JSON.stringify(ids)])).map((r) => r.agent_id);
     if (taken.length > 0) return { outcome: 'already_bound', agentIds: ids.filter((id) => taken.includes(id)) };

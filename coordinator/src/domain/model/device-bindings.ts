@@ -54,7 +54,10 @@ export interface RemovedBinding {
 }
 
 export type BindResult =
-  { outcome: 'bound'; bindings: DeviceBinding[] } | { outcome: 'already_bound'; agentIds: string[] };
+  | { outcome: 'bound'; bindings: DeviceBinding[] }
+  | { outcome: 'already_bound'; agentIds: string[] }
+  /** The application was deleted meanwhile: nothing bound. */
+  | { outcome: 'not_found' };
 
 /** What an agent's report writes before the evaluation it causes. Omitted fields stay as they are. */
 export interface ReportWrite {

@@ -74,6 +74,7 @@ export async function bindDevices(
     channel: channel ?? app.defaultChannel,
     at: isoAt(now),
   });
+  if (result.outcome === 'not_found') throw notFound('Application');
   if (result.outcome === 'already_bound') {
     throw new AppError('conflict', `Already bound to this application: ${result.agentIds.join(', ')}`, {
       details: { agentIds: result.agentIds },

@@ -242,6 +242,41 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(await t.repos.deviceBindings.findInApp(a.id, b1!.id)).toBeNull();
   });
 
+  it('binds nothing to an application deleted meanwhile', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    await t.repos.applications.delete(orgId, a.id, iso(1), 'The application was deleted');
+    const bound = await t.other.deviceBindings.bind({
+      orgId,
+      applicationId: a.id,
+      bindings: [{ id: newId(), agentId }],
+      channel: 'stable',
+      at: iso(2),
+    });
+    expect(bound).toEqual({ outcome: 'not_found' });
+    expect(await t.repos.deviceBindings.listByApp(a.id)).toEqual([]);
+  });
+
+  it('leaves no update job pending of an application deleted while another coordinator evaluates it', async () => {
+    const fileId = await artifact();
+    for (let round = 0; round < 8; round++) {
+      const a = app({ slug: `firmware-${round}` });
+      await t.repos.applications.insert(a);
+      const created = await t.repos.releases.create(release(a.id, fileId));
+      const releaseId = created.outcome === 'created' ? created.release.id : '';
+      await t.repos.releases.publish(a.id, releaseId, iso(2));
+      const [id] = await bindAll(a.id, [agentId], iso(1));
+      const [evaluated, deleted] = await Promise.all([
+        t.other.deviceBindings.evaluate([{ bindingId: id!, reason: 'publish' }], T0 + 3),
+        t.repos.applications.delete(orgId, a.id, iso(4), 'The application was deleted'),
+      ]);
+      const issued = evaluated[0]?.createdJobId ?? null;
+      // A job the evaluation issued before the deletion is cancelled by it; after, none is issued.
+      expect(deleted?.cancelledJobIds).toEqual(issued === null ? [] : [issued]);
+      expect(await t.rows("SELECT id FROM jobs WHERE kind = 'update' AND status = 'pending'")).toEqual([]);
+    }
+  });
+
   it('issues one update job for a published release, however many coordinators evaluate at once', async () => {
     const a = app();
     await t.repos.applications.insert(a);
