@@ -75,7 +75,7 @@ interface NewReleaseParams {
 const SIGNING_FACTS = query<{ slug: string; release_keys: string | null; max_sequence: number }, [string]>(
   `SELECT a.slug, a.release_keys,
      (SELECT COALESCE(MAX(r.sequence), 0) FROM releases r WHERE r.application_id = a.id) AS max_sequence
-   FROM applications a WHERE a.id = ?`,
+   FROM applications a WHERE a.id = ? AND a.deleted_at IS NULL`,
 );
 const INSERT = query<ReleaseRow, NewReleaseParams>(
   `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status, artifact_file_id,
@@ -124,6 +124,10 @@ export function createReleaseRepository(
 ): ReleaseRepository {
   function* create(r: NewRelease): Flow<CreateReleaseResult> {
     yield* lockApplication(r.applicationId);
+    // Read under the application's lock: no other creation takes a sequence meanwhile, and a
+    // deletion that went first is seen (its tombstone).
+    const facts = yield* one(SIGNING_FACTS, [r.applicationId]);
+    if (!facts) return { outcome: 'not_found' };
     const row = yield* one(ARTIFACT, [r.orgId, r.artifactFileId]);
     const file = checkArtifact(
       row ? { status: row.status, cleanupRule: row.cleanup_rule, size: row.size, sha256: row.sha256 } : null,
@@ -132,8 +136,6 @@ export function createReleaseRepository(
       const { ok: _ok, ...refusal } = file;
       return { outcome: 'bad_artifact', ...refusal };
     }
-    // Read under the application's lock: no other creation takes a sequence meanwhile.
-    const facts = (yield* one(SIGNING_FACTS, [r.applicationId]))!;
     const maxSequence = Number(facts.max_sequence);
     const refusal = checkReleaseSignature({
       app: {

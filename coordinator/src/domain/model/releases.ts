@@ -80,7 +80,9 @@ export type CheckReleaseSignature = (release: ReleaseToSign) => ReleaseSignature
 export type CreateReleaseResult =
   | { outcome: 'created'; release: Release }
   | { outcome: 'bad_artifact'; problem: ArtifactProblem; status?: string }
-  | { outcome: 'refused'; refusal: ReleaseSignatureRefusal };
+  | { outcome: 'refused'; refusal: ReleaseSignatureRefusal }
+  /** The application was deleted meanwhile: nothing created. */
+  | { outcome: 'not_found' };
 
 /** `applied`: moved now; `conflict`: not possible from the release's status; `not_found`. */
 export type ReleaseChange = { outcome: 'applied' | 'conflict'; release: Release } | { outcome: 'not_found' };

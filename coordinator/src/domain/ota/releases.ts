@@ -66,6 +66,7 @@ export async function createRelease(ctx: OtaContext, app: Application, input: Cr
     signature: input.signature ?? null,
     createdAt: isoNow(ctx.clock),
   });
+  if (result.outcome === 'not_found') throw notFound('Application');
   if (result.outcome === 'bad_artifact') {
     throw invalid('body.artifactFileId', ARTIFACT_PROBLEMS[result.problem](result.status));
   }

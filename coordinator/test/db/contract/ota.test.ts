@@ -257,6 +257,15 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(await t.repos.deviceBindings.listByApp(a.id)).toEqual([]);
   });
 
+  it('creates no release in an application deleted meanwhile (its artifact would stay in use)', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const fileId = await artifact();
+    await t.repos.applications.delete(orgId, a.id, iso(1), 'The application was deleted');
+    expect(await t.other.releases.create(release(a.id, fileId))).toEqual({ outcome: 'not_found' });
+    expect(await t.repos.releases.list(a.id)).toEqual([]);
+  });
+
   it('leaves no update job pending of an application deleted while another coordinator evaluates it', async () => {
     const fileId = await artifact();
     for (let round = 0; round < 8; round++) {
