@@ -69,15 +69,21 @@ const toFile = (r: FileRow): StoredFile => ({
 const IN_USE = `EXISTS (SELECT 1 FROM releases r WHERE r.artifact_file_id = f.id AND r.status <> 'yanked')`;
 const VISIBLE = 'FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL';
 
+/**
+ * Only into a binding not deleted, read under a share lock of its row (PostgreSQL): a binding's
+ * deletion (storage-bindings.ts) locks it to count its files, so the two take turns and a binding
+ * deleted never holds a file made at the same moment.
+ */
 const INSERT = command<StoredFile>(
-  `INSERT INTO files (id, org_id, binding_id, filename, content_type, size, sha256, declared_size,
+  (d) => `INSERT INTO files (id, org_id, binding_id, filename, content_type, size, sha256, declared_size,
      declared_sha256, status, cleanup_rule, ttl_seconds, expires_at, deleted_at, created_at, completed_at,
      upload_expires_at, blob_key, origin, created_by_token_id, created_by_user_id, job_id, delete_attempts,
      next_delete_at, last_delete_error)
-   VALUES (@id, @orgId, @bindingId, @filename, @contentType, @size, @sha256, @declaredSize,
+   SELECT @id, @orgId, @bindingId, @filename, @contentType, @size, @sha256, @declaredSize,
      @declaredSha256, @status, @cleanupRule, @ttlSeconds, @expiresAt, @deletedAt, @createdAt, @completedAt,
      @uploadExpiresAt, @blobKey, @origin, @createdByTokenId, @createdByUserId, @jobId, @deleteAttempts,
-     @nextDeleteAt, @lastDeleteError)`,
+     @nextDeleteAt, @lastDeleteError
+   WHERE EXISTS (SELECT 1 FROM storage_bindings WHERE id = @bindingId AND deleted_at IS NULL ${d.forShare})`,
 );
 const IN_ORG = query<FileRow, [string, string]>(`SELECT f.* ${VISIBLE} WHERE f.org_id = ? AND f.id = ?`);
 const FOR_TRANSFER = query<FileRow & { binding_deleted: number }, [string]>(
@@ -181,7 +187,7 @@ const UNDELETED = values<number, [string]>(`SELECT COUNT(*) FROM files WHERE bin
 export function createFileRepository(db: Database): FileRepository {
   return {
     async insert(file) {
-      await db.run(INSERT, file);
+      return (await db.run(INSERT, file)) === 1;
     },
     async findInOrg(orgId, id) {
       const row = await db.one(IN_ORG, [orgId, id]);

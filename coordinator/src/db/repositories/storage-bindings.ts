@@ -1,6 +1,6 @@
 import type { StorageBackend, StorageBinding, StorageBindingRepository } from '../../domain/model/storage-bindings.js';
 import { parseJsonColumn } from '../../util/json.js';
-import { command, flag, isSet, json, one, query, run, type Database } from '../sql/index.js';
+import { command, flag, isSet, json, one, query, run, values, type Database } from '../sql/index.js';
 import { lockOrg } from './parent-locks.js';
 
 /** A `storage_bindings` row. */
@@ -40,6 +40,13 @@ const BY_ORG = query<BindingRow, [string]>(
   (d) => `SELECT ${BINDING_COLUMNS} FROM storage_bindings WHERE org_id = ? AND deleted_at IS NULL
     ORDER BY created_at, ${d.insertionOrder}`,
 );
+/** The binding's row, locked (PostgreSQL) while its files are counted: a file's INSERT waits, or is waited for. */
+const LOCK_LIVE = query<{ id: string }, [string, string]>(
+  (d) => `SELECT id FROM storage_bindings WHERE org_id = ? AND id = ? AND deleted_at IS NULL ${d.forUpdate}`,
+);
+const UNDELETED_FILES = values<number, [string]>(
+  `SELECT COUNT(*) FROM files WHERE binding_id = ? AND status <> 'deleted'`,
+);
 const SOFT_DELETE = command<[string, string, string]>(
   'UPDATE storage_bindings SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
 );
@@ -75,8 +82,14 @@ export function createStorageBindingRepository(db: Database): StorageBindingRepo
     async listByOrg(orgId) {
       return (await db.all(BY_ORG, [orgId])).map(toBinding);
     },
-    async softDelete(orgId, id, at) {
-      return (await db.run(SOFT_DELETE, [at, orgId, id])) === 1;
+    softDeleteIfEmpty(orgId, id, at) {
+      return db.transaction(function* () {
+        if (!(yield* one(LOCK_LIVE, [orgId, id]))) return { outcome: 'not_found' } as const;
+        const files = Number((yield* one(UNDELETED_FILES, [id])) ?? 0);
+        if (files > 0) return { outcome: 'holds_files', files } as const;
+        yield* run(SOFT_DELETE, [at, orgId, id]);
+        return { outcome: 'deleted' } as const;
+      });
     },
   };
 }

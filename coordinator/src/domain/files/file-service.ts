@@ -187,7 +187,7 @@ export class FileService {
       now,
       uploadTtlSeconds: presignTtlSeconds,
     });
-    await this.d.files.insert(file);
+    if (!(await this.d.files.insert(file))) throw notFound('Storage binding');
     return uploadView(file, backend, presignTtlSeconds);
   }
 
@@ -344,7 +344,7 @@ export class FileService {
       now,
       uploadTtlSeconds: presignTtlSeconds,
     });
-    await this.d.files.insert(file);
+    if (!(await this.d.files.insert(file))) throw notFound('Storage binding');
     return uploadView(file, backend, presignTtlSeconds);
   }
 

@@ -174,9 +174,11 @@ export async function deleteStorageBinding(
   const binding = await repos.storageBindings.findInOrg(orgId, id);
   if (!binding) throw notFound('Storage binding');
   if (binding.isDefault) throw conflict('The default storage binding of an organization cannot be deleted');
-  const files = await repos.files.countUndeletedInBinding(binding.id);
-  if (files > 0) throw conflict(`The storage binding still holds ${files} file(s) not deleted; delete them first`);
-  if (!(await repos.storageBindings.softDelete(orgId, id, at))) throw notFound('Storage binding');
+  const deleted = await repos.storageBindings.softDeleteIfEmpty(orgId, id, at);
+  if (deleted.outcome === 'not_found') throw notFound('Storage binding');
+  if (deleted.outcome === 'holds_files') {
+    throw conflict(`The storage binding still holds ${deleted.files} file(s) not deleted; delete them first`);
+  }
   return binding;
 }
 

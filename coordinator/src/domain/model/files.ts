@@ -81,7 +81,8 @@ export type DeleteClaim =
   | { outcome: 'not_found' };
 
 export interface FileRepository {
-  insert(file: StoredFile): Promise<void>;
+  /** False when its binding is deleted (also meanwhile, by another coordinator): nothing stored. */
+  insert(file: StoredFile): Promise<boolean>;
   /** A file of the organization whose binding is not deleted. */
   findInOrg(orgId: string, id: string): Promise<StoredFile | null>;
   findForTransfer(id: string): Promise<FileForTransfer | null>;

@@ -18,7 +18,15 @@ export interface StorageBindingRepository {
   findInOrg(orgId: string, id: string): Promise<StorageBinding | null>;
   /** Oldest first. */
   listByOrg(orgId: string): Promise<StorageBinding[]>;
-  softDelete(orgId: string, id: string, at: string): Promise<boolean>;
+  /**
+   * Deletes the binding unless it holds files not `deleted` (counted under its lock: a file made at
+   * the same moment is either counted or refused, storage in a deleted binding).
+   */
+  softDeleteIfEmpty(
+    orgId: string,
+    id: string,
+    at: string,
+  ): Promise<{ outcome: 'deleted' | 'not_found' } | { outcome: 'holds_files'; files: number }>;
 }
 
 /**

@@ -505,8 +505,8 @@ describe.each(DATABASES)('storage bindings (%s)', (kind) => {
     expect(await t.repos.storageBindings.findInOrg(orgId, local.id)).toEqual(local);
     const s3 = listed[1]!;
     expect(s3.config).toEqual({ bucket: 'b', secretAccessKey: 'k' });
-    expect(await t.repos.storageBindings.softDelete(orgId, s3.id, later(1))).toBe(true);
-    expect(await t.repos.storageBindings.softDelete(orgId, s3.id, later(2))).toBe(false);
+    expect(await t.repos.storageBindings.softDeleteIfEmpty(orgId, s3.id, later(1))).toEqual({ outcome: 'deleted' });
+    expect(await t.repos.storageBindings.softDeleteIfEmpty(orgId, s3.id, later(2))).toEqual({ outcome: 'not_found' });
     expect(await t.repos.storageBindings.findInOrg(orgId, s3.id)).toBeNull();
     expect(await t.repos.storageBindings.insertIfNameFree(binding('s3', later(3)))).toBe(true);
   });

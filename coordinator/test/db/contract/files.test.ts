@@ -136,10 +136,25 @@ describe.each(DATABASES)('file repository (%s)', (kind) => {
     expect((await t.repos.files.list({ ...q, limit: 9 })).next).toBeNull();
   });
 
+  it('deletes a binding only without files not deleted, and stores no file in a deleted one', async () => {
+    const other = await addBinding('other');
+    const file = await insertFile({ bindingId: other, status: 'pending' });
+    expect(await t.other.storageBindings.softDeleteIfEmpty(orgId, other, iso(5))).toEqual({
+      outcome: 'holds_files',
+      files: 1,
+    });
+    await t.exec(`UPDATE files SET status = 'deleted' WHERE id = '${file.id}'`);
+    expect(await t.other.storageBindings.softDeleteIfEmpty(orgId, other, iso(6))).toEqual({ outcome: 'deleted' });
+    const late = { ...file, id: newId() };
+    expect(await t.repos.files.insert(late)).toBe(false);
+    expect(await t.rows(`SELECT id FROM files WHERE id = '${late.id}'`)).toEqual([]);
+  });
+
   it('hides the files of a deleted binding from lookups and lists, but not from transfers', async () => {
     const other = await addBinding('other');
     const file = await insertFile({ bindingId: other });
-    await t.repos.storageBindings.softDelete(orgId, other, iso(5));
+    // Deleted with its files (as bindings deleted before their files counted were): hidden.
+    await t.exec(`UPDATE storage_bindings SET deleted_at = '${iso(5)}' WHERE id = '${other}'`);
     expect(await t.repos.files.findInOrg(orgId, file.id)).toBeNull();
     expect(await t.repos.files.findActiveInOrg(orgId, [file.id])).toEqual([]);
     expect((await t.repos.files.findForTransfer(file.id))?.bindingDeleted).toBe(true);
@@ -152,7 +167,8 @@ describe.each(DATABASES)('file repository (%s)', (kind) => {
     const pending = await insertFile({ status: 'pending' });
     const other = await addBinding('other');
     const hidden = await insertFile({ bindingId: other });
-    await t.repos.storageBindings.softDelete(orgId, other, iso(5));
+    // Deleted with its files (as bindings deleted before their files counted were): hidden.
+    await t.exec(`UPDATE storage_bindings SET deleted_at = '${iso(5)}' WHERE id = '${other}'`);
     const found = await t.repos.files.findActiveInOrg(orgId, [a.id, b.id, a.id, pending.id, hidden.id, newId()]);
     expect(found.map((f) => f.id).sort()).toEqual([a.id, b.id].sort());
     expect(found.find((f) => f.id === a.id)).toEqual(a);
