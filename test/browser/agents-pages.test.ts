@@ -227,4 +227,36 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
       page().off('request', listen);
     }
   });
+  it("offers a new trigger's agent among 20, finds it by name, and its workflows alone, never reading every agent", async () => {
+    const workflowsAsked: string[] = [];
+    const listen = (request: import('playwright-core').Request) => {
+      const url = new URL(request.url());
+      if (url.pathname === `/v1/orgs/${t.orgId}/workflows`) workflowsAsked.push(url.search);
+    };
+    page().on('request', listen);
+    try {
+      asked.length = 0;
+      await page().goto(`/orgs/${t.orgId}/triggers/new`);
+      const agent = page().getByLabel('Agent', { exact: true });
+      await expect.poll(() => agent.locator('option').count()).toBe(21);
+      await page().getByRole('searchbox', { name: 'Find an agent' }).fill('kiosk-042');
+      await expect.poll(() => agent.locator('option').allInnerTexts()).toEqual(['Choose an agent…', 'kiosk-042']);
+      await agent.selectOption({ label: 'kiosk-042' });
+      await page().getByLabel('Name', { exact: true }).fill('kiosk 42 by hand');
+      // The workflows offered: those the chosen agent reports (deploy, made by the Jobs test).
+      const offered = page().locator('#trigger-workflows option');
+      await expect
+        .poll(() => offered.evaluateAll((options) => options.map((o) => o.getAttribute('value'))))
+        .toEqual(['deploy']);
+      await page().getByLabel('Workflow', { exact: true }).fill('deploy');
+      await page().getByRole('button', { name: 'Create trigger' }).click();
+      await page().getByRole('heading', { name: 'kiosk 42 by hand' }).waitFor();
+      expect(workflowsAsked.every((query) => query === `?agentId=${fleet[42]!.agentId}`)).toBe(true);
+      // Only searches of 20 (and the new trigger's one agent): never the whole list.
+      expect(asked.every((query) => /[?&]limit=20\b/.test(query) || /[?&]id=/.test(query))).toBe(true);
+      expect(owner.problems).toEqual([]);
+    } finally {
+      page().off('request', listen);
+    }
+  });
 });

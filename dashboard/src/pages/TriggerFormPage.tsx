@@ -4,7 +4,8 @@ import { useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
-import { agentsQuery, workflowsQuery } from '../api/queries';
+import { agentQuery, agentsQuery, agentWorkflowsQuery, workflowsQuery } from '../api/queries';
+import { AgentPicker } from '../components/AgentPicker';
 import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from '../api/triggers';
@@ -260,8 +261,20 @@ export function TriggerFormPage() {
 
 function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Trigger; initial: Draft }) {
   const [draft, setDraft] = useState<Draft>(initial);
-  const agents = useQuery(agentsQuery(orgId));
-  const workflows = useQuery(workflowsQuery(orgId));
+  const onSelector = draft.target === 'selector';
+  // One agent: that agent's workflows, and its name while it is out of the picker's agents. A
+  // selector: every agent and workflow, matched here as it is typed (SelectorMatches).
+  const agents = useQuery({ ...agentsQuery(orgId), enabled: onSelector });
+  const workflows = useQuery({ ...workflowsQuery(orgId), enabled: onSelector });
+  const agentWorkflows = useQuery({
+    ...agentWorkflowsQuery(orgId, draft.agentId),
+    enabled: !onSelector && !!draft.agentId,
+  });
+  const chosen = useQuery({
+    ...agentQuery(orgId, draft.agentId),
+    enabled: !onSelector && !!draft.agentId,
+    refetchInterval: false,
+  });
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const save = useMutation({
@@ -278,7 +291,6 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
       void navigate(`/orgs/${orgId}/triggers/${saved.id}`);
     },
   });
-  const onSelector = draft.target === 'selector';
   const errors = fieldErrors(save.error, [...FIELDS, ...TARGET_FIELDS[draft.target]]);
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
   // A trigger on a selector runs one workflow, named here, on each agent: choosing it sets that scope.
@@ -289,14 +301,16 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
     event.preventDefault();
     save.mutate({ sent: draft, unreadable: unreadableNumbers(event.currentTarget) });
   };
-  const activeAgents = (agents.data ?? []).filter((a) => a.status !== 'revoked' || a.id === draft.agentId);
   // The workflows to offer: the agent's, or those of the agents the selector matches now.
   const runners = onSelector
-    ? selectorMatch(agents.data ?? [], [], parsedSelector.requirements ?? [], '').agents.map((a) => a.id)
-    : [draft.agentId];
-  const offered = [
-    ...new Set((workflows.data ?? []).filter((w) => runners.includes(w.agentId)).map((w) => w.name)),
-  ].sort();
+    ? new Set(selectorMatch(agents.data ?? [], [], parsedSelector.requirements ?? [], '').agents.map((a) => a.id))
+    : null;
+  const candidates = runners
+    ? (workflows.data ?? []).filter((w) => runners.has(w.agentId))
+    : draft.agentId
+      ? (agentWorkflows.data ?? [])
+      : [];
+  const offered = [...new Set(candidates.map((w) => w.name))].sort();
   const title = trigger ? `Edit ${trigger.name}` : 'New trigger';
   const text = (field: keyof Draft & string, label: string, hint?: ReactNode, extra: Record<string, unknown> = {}) => (
     <Field errors={errors} field={field} label={label} hint={hint}>
@@ -356,18 +370,15 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
           {!onSelector && (
             <div className="form-grid">
               <Field errors={errors} field="agentId" label="Agent">
-                <select
-                  {...errors.props('agentId')}
+                <AgentPicker
+                  orgId={orgId}
                   value={draft.agentId}
-                  onChange={(e) => set('agentId', e.target.value)}
-                >
-                  <option value="">Choose an agent…</option>
-                  {activeAgents.map((a) => (
-                    <option key={a.id} value={a.id}>
-                      {a.name}
-                    </option>
-                  ))}
-                </select>
+                  valueName={chosen.data?.name}
+                  onChange={(id) => set('agentId', id)}
+                  none="Choose an agent…"
+                  active
+                  select={errors.props('agentId')}
+                />
               </Field>
             </div>
           )}
