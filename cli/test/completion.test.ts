@@ -24,9 +24,9 @@ describe('completion candidates', () => {
       'sign',
       'rotate-keys',
     ]);
-    expect(complete('--url=http://x trigger ')).toEqual(['create', 'list', 'delete']);
+    expect(complete('--url=http://x trigger ')).toEqual(['create', 'list', 'show', 'pause', 'resume', 'delete']);
     // After `help`, the commands it shows the help of.
-    expect(complete('help trigger ')).toEqual(['create', 'list', 'delete']);
+    expect(complete('help trigger ')).toEqual(['create', 'list', 'show', 'pause', 'resume', 'delete']);
   });
 
   it("are the command's and the global options after a dash", () => {
