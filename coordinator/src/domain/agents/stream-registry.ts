@@ -567,7 +567,9 @@ export class StreamRegistry {
    * checks that find jobs (a claim of a pool's, the reconciliation) skip those handed already.
    */
   private async hand(stream: AgentStream, job: Job): Promise<void> {
-    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    // A job the agent holds already (sent by the check at a ping before its late event came) is not
+    // sent again: the second copy could reach the agent after the job ended there.
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status) || stream.handed.has(job.id)) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {

@@ -368,6 +368,26 @@ describe('StreamRegistry between coordinators', () => {
     expect(sink.jobIds()).toEqual(['j1', 'j0', 'j2']);
   });
 
+  it('sends a job once when its event comes after the check at a ping sent it (the event late, the job running)', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 4);
+    // j2's event is late (a slow relay): the check at the ping finds it and sends it.
+    s.jobs.set('j2', job('j2'));
+    s.summaries.push(summary('j1', 'queued'), summary('j2'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    for (let i = 0; i < 3; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2']);
+    // The agent runs it; then its event arrives: the agent holds it already, nothing is sent again.
+    s.jobs.set('j2', job('j2', 'a1', 'running'));
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j2' });
+    for (let i = 0; i < 3; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2']);
+  });
+
   it('asks a stream with room for pool jobs when a job of its organization waits in a pool, or at a ping while some wait', async () => {
     const claims: string[] = [];
     let waitingOrgs: string[] = [];
