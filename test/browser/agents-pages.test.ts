@@ -27,6 +27,8 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
   let owner: TestPage;
   /** The agents lists the page asked for (their query strings). */
   const asked: string[] = [];
+  /** The workflows lists it asked for (the same). */
+  const workflowsAsked: string[] = [];
   /** The fleet, oldest first: `kiosk-000` is `fleet[0]`. */
   const fleet: TestAgent[] = [];
   /** The trigger of kiosk-042 alone (made by the Jobs test). */
@@ -50,6 +52,7 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     owner.page.on('request', (request) => {
       const url = new URL(request.url());
       if (url.pathname === `/v1/orgs/${t.orgId}/agents`) asked.push(url.search);
+      if (url.pathname === `/v1/orgs/${t.orgId}/workflows`) workflowsAsked.push(url.search);
     });
   }, 60_000);
   afterAll(async () => {
@@ -203,60 +206,43 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
   });
 
   it("reads the one agent of a trigger and that agent's workflows on the trigger's page, not every agent and workflow", async () => {
-    const workflowsAsked: string[] = [];
-    const listen = (request: import('playwright-core').Request) => {
-      const url = new URL(request.url());
-      if (url.pathname === `/v1/orgs/${t.orgId}/workflows`) workflowsAsked.push(url.search);
-    };
-    page().on('request', listen);
-    try {
-      asked.length = 0;
-      await page().goto(`/orgs/${t.orgId}/triggers/${oneKiosk}`);
-      await page().getByRole('heading', { name: 'one kiosk' }).waitFor();
-      await page()
-        .getByRole('definition')
-        .filter({ hasText: /^kiosk-042$/ })
-        .waitFor();
-      // Run by hand: the form of the agent's workflow deploy, its parameter env.
-      await page().getByRole('form', { name: 'Run by hand' }).getByLabel('env (required)').waitFor();
-      expect(await page().getByText('The agent has not reported the workflow deploy').count()).toBe(0);
-      expect(workflowsAsked).toEqual([`?agentId=${fleet[42]!.agentId}`]);
-      expect(asked).toEqual([]);
-      expect(owner.problems).toEqual([]);
-    } finally {
-      page().off('request', listen);
-    }
+    asked.length = 0;
+    workflowsAsked.length = 0;
+    await page().goto(`/orgs/${t.orgId}/triggers/${oneKiosk}`);
+    await page().getByRole('heading', { name: 'one kiosk' }).waitFor();
+    await page()
+      .getByRole('definition')
+      .filter({ hasText: /^kiosk-042$/ })
+      .waitFor();
+    // Run by hand: the form of the agent's workflow deploy, its parameter env.
+    await page().getByRole('form', { name: 'Run by hand' }).getByLabel('env (required)').waitFor();
+    expect(await page().getByText('The agent has not reported the workflow deploy').count()).toBe(0);
+    expect(workflowsAsked).toEqual([`?agentId=${fleet[42]!.agentId}`]);
+    expect(asked).toEqual([]);
+    expect(owner.problems).toEqual([]);
   });
+
   it("offers a new trigger's agent among 20, finds it by name, and its workflows alone, never reading every agent", async () => {
-    const workflowsAsked: string[] = [];
-    const listen = (request: import('playwright-core').Request) => {
-      const url = new URL(request.url());
-      if (url.pathname === `/v1/orgs/${t.orgId}/workflows`) workflowsAsked.push(url.search);
-    };
-    page().on('request', listen);
-    try {
-      asked.length = 0;
-      await page().goto(`/orgs/${t.orgId}/triggers/new`);
-      const agent = page().getByLabel('Agent', { exact: true });
-      await expect.poll(() => agent.locator('option').count()).toBe(21);
-      await page().getByRole('searchbox', { name: 'Find an agent' }).fill('kiosk-042');
-      await expect.poll(() => agent.locator('option').allInnerTexts()).toEqual(['Choose an agent…', 'kiosk-042']);
-      await agent.selectOption({ label: 'kiosk-042' });
-      await page().getByLabel('Name', { exact: true }).fill('kiosk 42 by hand');
-      // The workflows offered: those the chosen agent reports (deploy, made by the Jobs test).
-      const offered = page().locator('#trigger-workflows option');
-      await expect
-        .poll(() => offered.evaluateAll((options) => options.map((o) => o.getAttribute('value'))))
-        .toEqual(['deploy']);
-      await page().getByLabel('Workflow', { exact: true }).fill('deploy');
-      await page().getByRole('button', { name: 'Create trigger' }).click();
-      await page().getByRole('heading', { name: 'kiosk 42 by hand' }).waitFor();
-      expect(workflowsAsked.every((query) => query === `?agentId=${fleet[42]!.agentId}`)).toBe(true);
-      // Only searches of 20 (and the new trigger's one agent): never the whole list.
-      expect(asked.every((query) => /[?&]limit=20\b/.test(query) || /[?&]id=/.test(query))).toBe(true);
-      expect(owner.problems).toEqual([]);
-    } finally {
-      page().off('request', listen);
-    }
+    asked.length = 0;
+    workflowsAsked.length = 0;
+    await page().goto(`/orgs/${t.orgId}/triggers/new`);
+    const agent = page().getByLabel('Agent', { exact: true });
+    await expect.poll(() => agent.locator('option').count()).toBe(21);
+    await page().getByRole('searchbox', { name: 'Find an agent' }).fill('kiosk-042');
+    await expect.poll(() => agent.locator('option').allInnerTexts()).toEqual(['Choose an agent…', 'kiosk-042']);
+    await agent.selectOption({ label: 'kiosk-042' });
+    await page().getByLabel('Name', { exact: true }).fill('kiosk 42 by hand');
+    // The workflows offered: those the chosen agent reports (deploy, made by the Jobs test).
+    const offered = page().locator('#trigger-workflows option');
+    await expect
+      .poll(() => offered.evaluateAll((options) => options.map((o) => o.getAttribute('value'))))
+      .toEqual(['deploy']);
+    await page().getByLabel('Workflow', { exact: true }).fill('deploy');
+    await page().getByRole('button', { name: 'Create trigger' }).click();
+    await page().getByRole('heading', { name: 'kiosk 42 by hand' }).waitFor();
+    expect(workflowsAsked.every((query) => query === `?agentId=${fleet[42]!.agentId}`)).toBe(true);
+    // Only searches of 20 (and the new trigger's one agent): never the whole list.
+    expect(asked.every((query) => /[?&]limit=20\b/.test(query) || /[?&]id=/.test(query))).toBe(true);
+    expect(owner.problems).toEqual([]);
   });
 });

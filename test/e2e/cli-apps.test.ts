@@ -2,14 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
-import { buildDrover, drover } from '../helpers/cli-binary.js';
-import {
-  makeTempDir,
-  OWNER_EMAIL,
-  OWNER_PASSWORD,
-  startTestCoordinator,
-  type TestCoordinator,
-} from '../helpers/coordinator.js';
+import { buildDrover, drover, signInDrover, type SignedInDrover } from '../helpers/cli-binary.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { bindDevices, type AppBody, type BindingBody, type ReleaseBody } from '../helpers/ota.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
@@ -21,28 +15,20 @@ import { issueApiToken } from '../helpers/tokens.js';
  */
 
 let t: TestCoordinator;
-let work: string;
-let env: Record<string, string>;
+let owner: SignedInDrover;
 
 beforeAll(async () => {
   t = await startTestCoordinator();
-  work = makeTempDir('drover-cli-apps-');
-  env = { DROVER_URL: t.url, XDG_CONFIG_HOME: path.join(work, 'config') };
   await buildDrover();
-  const login = await drover(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
-    env,
-    input: `${OWNER_PASSWORD}\n`,
-  });
-  if (login.code !== 0) throw new Error(`login: ${login.stderr}`);
+  owner = await signInDrover(t.url, 'drover-cli-apps-', drover);
 }, 300_000);
 
 afterAll(async () => {
   await t?.close();
-  if (work) fs.rmSync(work, { recursive: true, force: true });
+  owner?.remove();
 });
 
-const run = (args: string[], extra: Record<string, string> = {}) =>
-  drover(args, { env: { ...env, ...extra }, cwd: work });
+const run = (args: string[], extra: Record<string, string> = {}) => owner.run(args, extra);
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const apps = async () => (await t.owner.get<AppBody[]>(`/orgs/${t.orgId}/apps`)).body;
 
@@ -53,7 +39,7 @@ describe('drover app create and drover app list', () => {
       stdout: 'No applications: create one with drover app create <slug> --workflow <update-workflow>\n',
       stderr: '',
     });
-    fs.writeFileSync(path.join(work, 'fw-1.0.bin'), 'firmware one');
+    fs.writeFileSync(path.join(owner.work, 'fw-1.0.bin'), 'firmware one');
     const missing = await run(['release', 'create', '1.0', '--app', 'firmware', '--artifact', 'fw-1.0.bin']);
     expect(missing).toEqual({
       code: 2,
@@ -158,7 +144,7 @@ describe('drover app create and drover app list', () => {
       ['app', 'create', 'x', '--workflow', 'w'],
       ['app', 'devices', 'firmware'],
     ]) {
-      expect(await run(args, { DROVER_TOKEN: token, XDG_CONFIG_HOME: path.join(work, 'no-session') })).toEqual({
+      expect(await run(args, { DROVER_TOKEN: token, XDG_CONFIG_HOME: path.join(owner.work, 'no-session') })).toEqual({
         code: 2,
         stdout: '',
         stderr:

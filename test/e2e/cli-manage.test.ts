@@ -4,14 +4,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
-import { buildDrover, droverInProcess as drover, DROVER, spawnDrover, stopDrover } from '../helpers/cli-binary.js';
 import {
-  makeTempDir,
-  OWNER_EMAIL,
-  OWNER_PASSWORD,
-  startTestCoordinator,
-  type TestCoordinator,
-} from '../helpers/coordinator.js';
+  buildDrover,
+  droverInProcess as drover,
+  DROVER,
+  signInDrover,
+  spawnDrover,
+  stopDrover,
+  type SignedInDrover,
+} from '../helpers/cli-binary.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { finishBody } from '../helpers/jobs.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { eventually } from '../helpers/poll.js';
@@ -28,26 +30,22 @@ import { issueApiToken } from '../helpers/tokens.js';
 
 let t: TestCoordinator;
 let agent: AgentStateDir;
+let owner: SignedInDrover;
 let work: string;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   t = await startTestCoordinator();
   agent = await enrollAgentStateDir(t);
-  work = makeTempDir('drover-cli-manage-');
-  env = { DROVER_URL: t.url, XDG_CONFIG_HOME: path.join(work, 'config') };
   await buildDrover();
-  const login = await drover(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
-    env,
-    input: `${OWNER_PASSWORD}\n`,
-  });
-  if (login.code !== 0) throw new Error(`login: ${login.stderr}`);
+  owner = await signInDrover(t.url, 'drover-cli-manage-');
+  ({ work, env } = owner);
 }, 300_000);
 
 afterAll(async () => {
   await t?.close();
   if (agent) fs.rmSync(path.dirname(agent.stateDir), { recursive: true, force: true });
-  if (work) fs.rmSync(work, { recursive: true, force: true });
+  owner?.remove();
 });
 
 const run = (args: string[], extra: Record<string, string> = {}) =>

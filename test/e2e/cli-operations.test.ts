@@ -1,15 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
-import { droverInProcess as drover } from '../helpers/cli-binary.js';
-import {
-  makeTempDir,
-  OWNER_EMAIL,
-  OWNER_PASSWORD,
-  startTestCoordinator,
-  type TestCoordinator,
-} from '../helpers/coordinator.js';
+import { signInDrover, type SignedInDrover } from '../helpers/cli-binary.js';
+import { OWNER_EMAIL, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 
 /**
  * What an operator scripts against the fleet, against a real coordinator: `drover audit` (the
@@ -20,25 +12,16 @@ import {
  */
 
 let t: TestCoordinator;
+let owner: SignedInDrover;
 let agent: TestAgent;
 let till: TestAgent;
-let work: string;
-let env: Record<string, string>;
 let token: string;
 
-const run = (args: string[], extra: Record<string, string> = {}) =>
-  drover(args, { env: { ...env, ...extra }, cwd: work });
+const run = (args: string[], extra: Record<string, string> = {}) => owner.run(args, extra);
 
 beforeAll(async () => {
   t = await startTestCoordinator();
-  work = makeTempDir('drover-cli-audit-');
-  env = { DROVER_URL: t.url, XDG_CONFIG_HOME: path.join(work, 'config') };
-  const login = await drover(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
-    env,
-    cwd: work,
-    input: `${OWNER_PASSWORD}\n`,
-  });
-  if (login.code !== 0) throw new Error(`login: ${login.stderr}`);
+  owner = await signInDrover(t.url, 'drover-cli-operations-');
   agent = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-01' });
   const issued = await run(['api-token', 'create', '--name', 'ci-audit', '--agent', 'edge-01']);
   if (issued.code !== 0) throw new Error(`api-token create: ${issued.stderr}`);
@@ -49,7 +32,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close();
-  if (work) fs.rmSync(work, { recursive: true, force: true });
+  owner?.remove();
 });
 
 describe('drover audit', () => {

@@ -1,8 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../../cli/src/program.js';
+import { makeTempDir, OWNER_EMAIL, OWNER_PASSWORD } from './coordinator.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -120,4 +122,42 @@ export async function droverInProcess(args: string[], options: DroverOptions = {
     signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
   });
   return { code, stdout, stderr };
+}
+
+/** The bootstrapped owner's `drover`, signed in to a test coordinator from a directory of its own. */
+export interface SignedInDrover {
+  /** Its working directory; `config/` below it holds the session (`XDG_CONFIG_HOME`). */
+  work: string;
+  /** The environment of its calls: the coordinator's URL and the config directory. */
+  env: Record<string, string>;
+  /** Runs `drover` with `args`, the environment with `extra` on top. */
+  run(args: string[], extra?: Record<string, string>): Promise<DroverRun>;
+  /** Removes its directory. */
+  remove(): void;
+}
+
+/**
+ * Signs the bootstrapped owner in to the coordinator at `url` (`drover login --password-stdin`)
+ * from a new directory named after `prefix`, with `runner`: in this process (droverInProcess, the
+ * default), or the built executable (`drover`).
+ */
+export async function signInDrover(
+  url: string,
+  prefix: string,
+  runner: (args: string[], options?: DroverOptions) => Promise<DroverRun> = droverInProcess,
+): Promise<SignedInDrover> {
+  const work = makeTempDir(prefix);
+  const env = { DROVER_URL: url, XDG_CONFIG_HOME: path.join(work, 'config') };
+  const login = await runner(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
+    env,
+    cwd: work,
+    input: `${OWNER_PASSWORD}\n`,
+  });
+  if (login.code !== 0) throw new Error(`drover login: ${login.stderr}`);
+  return {
+    work,
+    env,
+    run: (args, extra = {}) => runner(args, { env: { ...env, ...extra }, cwd: work }),
+    remove: () => fs.rmSync(work, { recursive: true, force: true }),
+  };
 }
