@@ -567,9 +567,12 @@ export class StreamRegistry {
    * checks that find jobs (a claim of a pool's, the reconciliation) skip those handed already.
    */
   private async hand(stream: AgentStream, job: Job): Promise<void> {
-    // A job the agent holds already (sent by the check at a ping before its late event came) is not
-    // sent again: the second copy could reach the agent after the job ended there.
-    if (stream.state === 'closed' || !isOpenJobStatus(job.status) || stream.handed.has(job.id)) return;
+    // A job the agent has taken already (queued or running there, sent by the check at a ping
+    // before its late event came) is not sent again: the copy could reach the agent after the job
+    // ended. A pending one is: the agent may have dropped it (its queue full), and a deploy job is
+    // sent again on purpose when the device reports (ota/engine.ts, `repushJobId`).
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    if (job.status !== 'pending' && stream.handed.has(job.id)) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {
