@@ -141,6 +141,20 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
       'changed the role of',
       'joined',
     ]);
+    // An actor's name leads to their entries alone, the other filters kept; Anyone takes it away.
+    await page()
+      .getByRole('row', { name: /joined/ })
+      .getByRole('link', { name: 'member@example.test' })
+      .click();
+    await page().waitForURL(`**/audit?targetType=user&targetId=${memberId}&actorId=${memberId}`);
+    await eventually(async () => (await rows().count()) === 2, 20_000, 'the entry the member made');
+    await page().getByText('Only by member@example.test').waitFor();
+    await page().getByRole('button', { name: 'Filter' }).click(); // kept by the form
+    await eventually(async () => (await rows().count()) === 2, 20_000, 'the same entry');
+    expect(new URL(page().url()).searchParams.get('actorId')).toBe(memberId);
+    await page().getByRole('button', { name: 'Anyone' }).click();
+    await page().waitForURL(`**/audit?targetType=user&targetId=${memberId}`);
+    await eventually(async () => (await rows().count()) === 4, 20_000, "the member's three entries again");
     await docScreenshot(page(), 'audit');
 
     // A range that ends before anything happened.

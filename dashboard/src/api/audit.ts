@@ -9,6 +9,8 @@ export type AuditEntry = Schema<'AuditEntry'>;
 export interface AuditFilters {
   action?: string;
   actorType?: string;
+  /** Only the entries of one actor: a member, an API token or an agent (its id). */
+  actorId?: string;
   targetType?: string;
   targetId?: string;
   createdAfter?: string;
@@ -18,6 +20,7 @@ export interface AuditFilters {
 export const AUDIT_FILTER_KEYS = [
   'action',
   'actorType',
+  'actorId',
   'targetType',
   'targetId',
   'createdAfter',

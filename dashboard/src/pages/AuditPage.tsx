@@ -47,6 +47,12 @@ export function AuditPage() {
     triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
     emails: emailsOf(members.data),
     tokens: new Map((tokens.data ?? []).map((tk) => [tk.id, tk.name])),
+    // The address of the same filters with only this actor's entries.
+    onlyBy: (id) => {
+      const params = new URLSearchParams(search);
+      params.set('actorId', id);
+      return `?${params.toString()}`;
+    },
   };
   const rows = entries.data?.pages.flatMap((p) => p.items) ?? [];
   const apply = (next: AuditFilters) => {
@@ -57,7 +63,12 @@ export function AuditPage() {
   return (
     <section aria-labelledby="audit-heading">
       <h1 id="audit-heading">Audit log</h1>
-      <AuditFiltersForm address={search.toString()} filters={filters} onApply={apply} />
+      <AuditFiltersForm
+        address={search.toString()}
+        filters={filters}
+        onApply={apply}
+        actorName={filters.actorId ? actorName(filters.actorId, names) : undefined}
+      />
       <ErrorMessage error={entries.error} />
       {entries.data && rows.length === 0 && (
         <p>{Object.keys(filters).length ? 'No entry matches these filters.' : 'The audit log is empty.'}</p>
@@ -93,6 +104,21 @@ interface Names {
   triggers: Map<string, string>;
   emails: Map<string, string> | undefined;
   tokens: Map<string, string>;
+  onlyBy: (actorId: string) => string;
+}
+
+/** An actor by the name the page knows it by (a member's email, a token's or an agent's name), else its id's end. */
+function actorName(id: string, names: Names): string {
+  return names.emails?.get(id) ?? names.tokens.get(id) ?? names.agents.get(id) ?? shortId(id);
+}
+
+/** An actor's name as a link to only their entries. */
+function byActor(id: string, name: string, names: Names): ReactNode {
+  return (
+    <Link to={{ search: names.onlyBy(id) }} title={`Only the entries by ${name}`}>
+      {name}
+    </Link>
+  );
 }
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
@@ -120,9 +146,14 @@ function actor(entry: AuditEntry, names: Names): ReactNode {
     case 'user':
       if (!id) return 'a member';
       // While the members load, the id; once loaded, an id none has is a member who left.
-      return names.emails ? (names.emails.get(id) ?? `a former member (${shortId(id)})`) : shortId(id);
+      return byActor(
+        id,
+        names.emails ? (names.emails.get(id) ?? `a former member (${shortId(id)})`) : shortId(id),
+        names,
+      );
     case 'api_token':
-      return `API token ${id ? (names.tokens.get(id) ?? shortId(id)) : ''}`.trim();
+      if (!id) return 'API token';
+      return <>API token {byActor(id, names.tokens.get(id) ?? shortId(id), names)}</>;
     case 'agent': {
       const name = id ? names.agents.get(id) : undefined;
       if (name)
@@ -263,7 +294,13 @@ const auditFields = (filters: AuditFilters) => ({
   before: toLocalInput(filters.createdBefore),
 });
 
-function AuditFiltersForm(props: { address: string; filters: AuditFilters; onApply: (filters: AuditFilters) => void }) {
+function AuditFiltersForm(props: {
+  address: string;
+  filters: AuditFilters;
+  onApply: (filters: AuditFilters) => void;
+  /** The name of the one actor whose entries are shown (the address's `actorId`). */
+  actorName: string | undefined;
+}) {
   const { filters } = props;
   const [draft, setDraft] = useDraft(() => auditFields(filters), props.address);
   const { action, actorType, targetType, targetId, after, before } = draft;
@@ -276,6 +313,7 @@ function AuditFiltersForm(props: { address: string; filters: AuditFilters; onApp
     props.onApply({
       action,
       actorType,
+      actorId: filters.actorId,
       targetType,
       targetId: targetId.trim(),
       createdAfter: fromLocalInput(after),
@@ -308,6 +346,14 @@ function AuditFiltersForm(props: { address: string; filters: AuditFilters; onApp
           ))}
         </select>
       </label>
+      {filters.actorId && (
+        <span>
+          Only by <strong>{props.actorName}</strong>{' '}
+          <button type="button" onClick={() => props.onApply({ ...filters, actorId: undefined })}>
+            Anyone
+          </button>
+        </span>
+      )}
       <label>
         Target type
         <select value={targetType} onChange={set('targetType')}>
