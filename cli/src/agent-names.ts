@@ -1,5 +1,5 @@
 import type { Schema } from '@drover/shared/api';
-import type { Caller } from './callers.js';
+import type { Caller, SessionCaller } from './callers.js';
 import { ApiError, CliError } from './errors.js';
 import { selectorRefusal } from './labels/selector.js';
 import { shortId } from '@drover/shared';
@@ -54,4 +54,31 @@ export async function agentNamer(caller: Caller): Promise<(agentId: string) => s
     if (name === undefined) return agentId;
     return uses.get(name)! > 1 ? `${name} (${shortId(agentId)})` : name;
   };
+}
+
+/** The most agent ids one read of the organization's agents names (`?id=`, the coordinator's bound). */
+const IDS_PER_READ = 200;
+
+/**
+ * As agentNamer, for the agents of `ids` only: read by id (`GET /v1/orgs/:orgId/agents?id=…`), not
+ * a fleet's thousands read to name the few a table shows; a coordinator older than `id` refuses it
+ * (422), and every agent is read instead.
+ */
+export async function agentNamerFor(
+  caller: SessionCaller,
+  ids: Iterable<string>,
+): Promise<(agentId: string) => string> {
+  const wanted = [...new Set(ids)];
+  const agents: Agent[] = [];
+  try {
+    for (let i = 0; i < wanted.length; i += IDS_PER_READ) {
+      const query = new URLSearchParams(wanted.slice(i, i + IDS_PER_READ).map((id): [string, string] => ['id', id]));
+      agents.push(...(await caller.api.get<Agent[]>(`/orgs/${await caller.orgId()}/agents?${query.toString()}`)));
+    }
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 422) return agentNamer(caller);
+    throw error;
+  }
+  const named = new Map(agents.map((a) => [a.id, a.name]));
+  return (agentId) => named.get(agentId) ?? agentId;
 }

@@ -1,7 +1,7 @@
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, nearestName, shortId, type ActorType } from '@drover/shared';
-import { agentNamer } from '../agent-names.js';
+import { agentNamerFor } from '../agent-names.js';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
 import { jsonLine, printJson } from '../output/json.js';
@@ -159,7 +159,14 @@ async function auditTable(caller: SessionCaller, entries: AuditEntry[]): Promise
   const [members, tokens, agentName] = await Promise.all([
     needs('user') ? caller.api.get<Schema<'Member'>[]>(`${orgPath}/members`) : [],
     needs('api_token') ? caller.api.get<Schema<'ApiToken'>[]>(`${orgPath}/api-tokens`) : [],
-    needs('agent') ? agentNamer(caller) : (id: string) => id,
+    needs('agent')
+      ? agentNamerFor(
+          caller,
+          entries
+            .flatMap((e) => [e.actorType === 'agent' ? e.actorId : null, e.targetType === 'agent' ? e.targetId : null])
+            .filter((id): id is string => id !== null && isUuid(id)),
+        )
+      : (id: string) => id,
   ]);
   const emails = new Map(members.map((m) => [m.userId, m.email]));
   const tokenNames = new Map(tokens.map((t) => [t.id, t.name]));

@@ -10,7 +10,7 @@ import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId, isUuid, pick } from '../session/lookups.js';
-import { agentNamer, listAgents } from '../agent-names.js';
+import { agentNamer, agentNamerFor, listAgents } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
 type Trigger = Schema<'Trigger'>;
@@ -125,7 +125,8 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const trigger = await findTrigger(caller, value);
       if (flags.json) return printJson(rt, trigger);
-      const agentName = trigger.agentId === null ? undefined : (await agentNamer(caller))(trigger.agentId);
+      const agentName =
+        trigger.agentId === null ? undefined : (await agentNamerFor(caller, [trigger.agentId]))(trigger.agentId);
       rt.out(formatTrigger(trigger, agentName));
     });
 
