@@ -9,11 +9,15 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { LabelChips } from '../components/LabelChips';
 import { dateTime } from '../components/time';
 import { AgentLabelsForm } from './AgentLabelsForm';
+import { AgentWorkflows } from './AgentWorkflows';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { Ago } from '../components/Ago';
 
-/** An agent: its status and machine, and its labels (those it reports, the operators', the result); edit the operators'. */
+/**
+ * An agent: its status and machine, its labels (those it reports, the operators', the result; edit
+ * the operators'), and its workflows with their rate limits (owners change them).
+ */
 export function AgentPage() {
   const { orgId, org, loaded } = useOrg();
   const { agentId = '' } = useParams();
@@ -43,6 +47,7 @@ export function AgentPage() {
         <dd>{dateTime(a.enrolledAt)}</dd>
       </dl>
       <AgentLabels orgId={orgId} agent={a} canEdit={allows(org, 'agents.edit')} />
+      <AgentWorkflows orgId={orgId} agent={a} canLimit={allows(org, 'workflows.limits')} />
     </section>
   );
 }

@@ -5,13 +5,14 @@ import { Link } from 'react-router';
 import { api, apiPath } from '../api/client';
 import { AGENT_PAGE, agentCountQuery, agentPagesQuery, type AgentFilters } from '../api/agent-pages';
 import { agentsQuery } from '../api/queries';
-import type { Agent, Workflow, WorkflowParam } from '../api/types';
+import type { Agent, Workflow } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LabelChips } from '../components/LabelChips';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { AGENT_STATUSES, STATUS_WORDS } from '../components/agent-words';
+import { describeParam, limited, workflowLimitWords } from '../components/workflow-words';
 
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
@@ -197,6 +198,7 @@ function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; c
               <li key={w.id}>
                 <strong>{w.name}</strong>
                 {w.description && <span className="hint"> {w.description}</span>}
+                {limited(w) && <span className="hint"> (limited: {workflowLimitWords(w)})</span>}
                 {w.paramsSchema && w.paramsSchema.length > 0 && (
                   <ul className="params">
                     {w.paramsSchema.map((p) => (
@@ -212,18 +214,6 @@ function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; c
       <td>{agent.status !== 'revoked' && <AgentActions {...props} />}</td>
     </tr>
   );
-}
-
-/** `who: string, default "world", matching ^[a-z]+$` */
-export function describeParam(p: WorkflowParam): string {
-  const parts = [`${p.name}: ${p.type}`];
-  if (p.required) parts.push('required');
-  if (p.default !== undefined) parts.push(`default ${JSON.stringify(p.default)}`);
-  if (p.options) parts.push(`one of ${p.options.map((o) => JSON.stringify(o)).join(', ')}`);
-  if (p.min !== undefined) parts.push(`min ${p.min}`);
-  if (p.max !== undefined) parts.push(`max ${p.max}`);
-  if (p.pattern) parts.push(`matching ${p.pattern}`);
-  return parts.join(', ');
 }
 
 function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can: AgentRights }) {
