@@ -42,6 +42,7 @@ import { DeviceSignInService } from './domain/auth/device-sign-in.js';
 import { AccountService } from './domain/auth/account.js';
 import { AgentEnrollment } from './domain/agents/agent-enrollment.js';
 import { ApiTokenService } from './domain/tokens/api-token-service.js';
+import { EnrollmentTokenService } from './domain/agents/enrollment-tokens.js';
 import { MemberService } from './domain/orgs/member-service.js';
 import { InvitationService } from './domain/orgs/invitation-service.js';
 import { TriggerService } from './domain/triggers/trigger-service.js';
@@ -287,6 +288,7 @@ export async function createCoordinator(
       files,
       triggers,
       apiTokens,
+      enrollmentTokens: new EnrollmentTokenService({ repo: repos.enrollmentTokens, audit, clock }),
       members,
       invitations,
       runs,

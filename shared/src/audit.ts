@@ -18,6 +18,7 @@ export const AUDIT_ACTIONS = [
   'member.update',
   'member.remove',
   'enrollment_token.create',
+  'enrollment_token.revoke',
   'agent.enroll',
   'agent.rename',
   'agent.labels',

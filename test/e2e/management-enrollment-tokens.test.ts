@@ -122,3 +122,161 @@ describe('enrollment tokens', () => {
     expect(audit.text).not.toContain(body.token);
   });
 });
+
+interface ListedToken {
+  id: string;
+  name: string | null;
+  state: 'open' | 'used' | 'revoked' | 'expired';
+  createdBy: string | null;
+  createdByEmail: string | null;
+  usedByAgentId: string | null;
+  revokedAt: string | null;
+  revokedBy: string | null;
+}
+
+describe('listing and revoking enrollment tokens', () => {
+  let t: TestCoordinator;
+  const clock = fakeClock(Date.parse('2030-01-01T00:00:00.000Z'));
+  beforeAll(async () => {
+    t = await startTestCoordinator({ clock });
+  });
+  afterAll(() => t?.close());
+
+  const path = () => `/orgs/${t.orgId}/enrollment-tokens`;
+  const issue = async (client: TestCoordinator['owner'], name: string, expiresInSeconds = 3600) => {
+    const res = await client.post<{ id: string; token: string }>(path(), { body: { name, expiresInSeconds } });
+    expect(res.status, res.text).toBe(201);
+    return res.body;
+  };
+  const enroll = (enrollmentToken: string) =>
+    t.api.post('/agent/enroll', {
+      body: {
+        enrollmentToken,
+        publicKey: generateEd25519KeyPair().publicKey,
+        hostname: 'edge-2',
+        os: 'linux',
+        agentVersion: '1.0.0',
+      },
+    });
+
+  it('lists every token newest first with where it stands, a state alone on asking, in pages, never a secret', async () => {
+    const expired = await issue(t.owner, 'expired', 60);
+    clock.advance(60_000);
+    const used = await issue(t.owner, 'used');
+    const enrolled = await enroll(used.token);
+    expect(enrolled.status).toBe(201);
+    const revoked = await issue(t.owner, 'revoked');
+    expect((await t.owner.delete(`${path()}/${revoked.id}`)).status).toBe(200);
+    const open = await issue(t.owner, 'open');
+
+    const all = await t.owner.get<ListedToken[]>(path());
+    expect(all.status).toBe(200);
+    const session = await t.owner.get<{ user: { id: string; email: string } }>('/auth/session');
+    const owner = session.body.user;
+    expect(all.body).toEqual([
+      {
+        id: open.id,
+        name: 'open',
+        state: 'open',
+        createdBy: owner.id,
+        createdByEmail: owner.email,
+        createdAt: '2030-01-01T00:01:00.000Z',
+        expiresAt: '2030-01-01T01:01:00.000Z',
+        usedAt: null,
+        usedByAgentId: null,
+        revokedAt: null,
+        revokedBy: null,
+      },
+      expect.objectContaining({
+        id: revoked.id,
+        state: 'revoked',
+        revokedAt: '2030-01-01T00:01:00.000Z',
+        revokedBy: owner.id,
+      }),
+      expect.objectContaining({
+        id: used.id,
+        state: 'used',
+        usedByAgentId: enrolled.body.agentId,
+        usedAt: expect.any(String),
+      }),
+      expect.objectContaining({ id: expired.id, state: 'expired', usedAt: null, revokedAt: null }),
+    ]);
+    for (const { token } of [expired, used, revoked, open]) expect(all.text).not.toContain(token.slice(5));
+    expect(all.text).not.toContain('hash');
+
+    for (const state of ['open', 'used', 'revoked', 'expired'] as const) {
+      const only = await t.owner.get<ListedToken[]>(`${path()}?state=${state}`);
+      expect(only.body.map((x) => x.name)).toEqual([state]);
+    }
+    const first = await t.owner.get<ListedToken[]>(`${path()}?limit=3`);
+    expect(first.body.map((x) => x.name)).toEqual(['open', 'revoked', 'used']);
+    const cursor = first.headers.get('x-next-cursor');
+    expect(cursor).toEqual(expect.any(String));
+    const next = await t.owner.get<ListedToken[]>(`${path()}?limit=3&cursor=${cursor}`);
+    expect(next.body.map((x) => x.name)).toEqual(['expired']);
+    expect(next.headers.get('x-next-cursor')).toBeNull();
+
+    for (const query of ['state=spent', 'limit=0', 'limit=501', 'cursor=abc', 'token=x']) {
+      const bad = await t.owner.get(`${path()}?${query}`);
+      expect(bad.status, query).toBe(422);
+    }
+  });
+
+  it('revokes an unspent token, which then enrolls nothing: once audited, a spent one a 409', async () => {
+    const token = await issue(t.owner, 'leaked');
+    const first = await t.owner.delete<ListedToken>(`${path()}/${token.id}`);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ id: token.id, state: 'revoked', revokedAt: expect.any(String) });
+    const again = await t.owner.delete<ListedToken>(`${path()}/${token.id}`);
+    expect(again.status).toBe(200);
+    expect(again.body.revokedAt).toBe(first.body.revokedAt);
+    const refused = await enroll(token.token);
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toBe('The enrollment token was revoked');
+    const audit = await t.owner.get<{ targetId: string; metadata: unknown }[]>(
+      `/orgs/${t.orgId}/audit?action=enrollment_token.revoke&targetId=${token.id}`,
+    );
+    expect(audit.body).toEqual([expect.objectContaining({ targetId: token.id, metadata: { name: 'leaked' } })]);
+
+    const spent = await issue(t.owner, 'spent');
+    expect((await enroll(spent.token)).status).toBe(201);
+    const conflict = await t.owner.delete(`${path()}/${spent.id}`);
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.message).toMatch(/already used to enroll an agent: revoke that agent instead/);
+
+    expect((await t.owner.delete(`${path()}/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+    expect((await t.owner.delete(`${path()}/not-an-id`)).status).toBe(404);
+  });
+
+  it("lets an issuer revoke their own, another's only owners and operators, and a viewer read them", async () => {
+    const member = await addUser(t.owner, t.orgId, 'member-2@example.test', 'member');
+    const operator = await addUser(t.owner, t.orgId, 'operator@example.test', 'operator');
+    const viewer = await addUser(t.owner, t.orgId, 'viewer@example.test', 'viewer');
+    const mine = await issue(member.client, 'mine');
+    const owners = await issue(t.owner, 'the owner’s');
+    expect((await member.client.delete(`${path()}/${owners.id}`)).status).toBe(403);
+    expect((await member.client.delete(`${path()}/${mine.id}`)).status).toBe(200);
+    const theirs = await issue(member.client, 'theirs');
+    expect((await viewer.client.delete(`${path()}/${theirs.id}`)).status).toBe(403);
+    expect((await operator.client.delete(`${path()}/${theirs.id}`)).status).toBe(200);
+    const read = await viewer.client.get<ListedToken[]>(`${path()}?state=revoked`);
+    expect(read.status).toBe(200);
+    expect(read.body.map((x) => x.name)).toEqual(expect.arrayContaining(['mine', 'theirs']));
+    expect((await enroll(owners.token)).status).toBe(201);
+  });
+
+  it('lets one of a revocation and an enrollment at once win, never both', async () => {
+    const tokens = await Promise.all(Array.from({ length: 8 }, (_, i) => issue(t.owner, `race ${i}`)));
+    const outcomes = await Promise.all(
+      tokens.map(async (token) => {
+        const [revoked, enrolled] = await Promise.all([t.owner.delete(`${path()}/${token.id}`), enroll(token.token)]);
+        return `${revoked.status} ${enrolled.status}`;
+      }),
+    );
+    for (const outcome of outcomes) expect(['200 401', '409 201']).toContain(outcome);
+    const listed = await t.owner.get<ListedToken[]>(`${path()}?limit=8`);
+    for (const token of listed.body) {
+      expect(token.state === 'used').toBe(token.revokedAt === null);
+    }
+  });
+});

@@ -25,6 +25,7 @@ import type { SessionService } from '../domain/auth/sessions.js';
 import type { SignInService } from '../domain/auth/sign-in.js';
 import type { AccountService } from '../domain/auth/account.js';
 import type { ApiTokenService } from '../domain/tokens/api-token-service.js';
+import type { EnrollmentTokenService } from '../domain/agents/enrollment-tokens.js';
 import type { MemberService } from '../domain/orgs/member-service.js';
 import type { InvitationService } from '../domain/orgs/invitation-service.js';
 import type { DeviceSignInService } from '../domain/auth/device-sign-in.js';
@@ -68,6 +69,8 @@ export interface AppContext {
   /** Triggers, API tokens and members of organizations, with their audit entries. */
   triggers: TriggerService;
   apiTokens: ApiTokenService;
+  /** Enrollment tokens: issued, listed, revoked while unspent. */
+  enrollmentTokens: EnrollmentTokenService;
   members: MemberService;
   invitations: InvitationService;
   /** Runs of triggers: the one way in for every source of runs. */

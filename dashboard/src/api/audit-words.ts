@@ -22,6 +22,7 @@ export const AUDIT_ACTIONS: Record<Schema<'AuditEntry'>['action'], string> = {
   'member.update': 'changed the role of',
   'member.remove': 'removed',
   'enrollment_token.create': 'created',
+  'enrollment_token.revoke': 'revoked',
   'agent.enroll': 'enrolled',
   'agent.rename': 'renamed',
   'agent.labels': 'changed the labels of',

@@ -981,11 +981,29 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** List the organization's enrollment tokens, newest first, never their secret; next page cursor in the x-next-cursor header */
+    get: operations['listEnrollmentTokens'];
     put?: never;
     /** Issue a single-use agent enrollment token (default lifetime 1 hour) */
     post: operations['createEnrollmentToken'];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/enrollment-tokens/{tokenId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Revoke an unspent enrollment token: it enrolls nothing from now on; it stays listed as revoked (409 once it was used) */
+    delete: operations['revokeEnrollmentToken'];
     options?: never;
     head?: never;
     patch?: never;
@@ -2208,6 +2226,30 @@ export interface components {
       /** Format: date-time */
       endedAt: string | null;
     };
+    EnrollmentToken: {
+      id: string;
+      name: string | null;
+      /**
+       * @description open: it may still enroll a machine; used: it enrolled usedByAgentId; revoked: revoked unused; expired: ended unused
+       * @enum {string}
+       */
+      state: 'open' | 'used' | 'revoked' | 'expired';
+      /** @description the member who made it (null once their account is gone) */
+      createdBy: string | null;
+      createdByEmail: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      expiresAt: string;
+      /** Format: date-time */
+      usedAt: string | null;
+      /** @description the agent it enrolled */
+      usedByAgentId: string | null;
+      /** Format: date-time */
+      revokedAt: string | null;
+      /** @description the member who revoked it */
+      revokedBy: string | null;
+    };
     Agent: {
       id: string;
       name: string;
@@ -2393,6 +2435,7 @@ export interface components {
         | 'member.update'
         | 'member.remove'
         | 'enrollment_token.create'
+        | 'enrollment_token.revoke'
         | 'agent.enroll'
         | 'agent.rename'
         | 'agent.labels'
@@ -7553,6 +7596,63 @@ export interface operations {
       };
     };
   };
+  listEnrollmentTokens: {
+    parameters: {
+      query?: {
+        /** @description only the tokens in this state now */
+        state?: 'open' | 'used' | 'revoked' | 'expired';
+        limit?: number;
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          /** @description present when more tokens follow */
+          'x-next-cursor'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['EnrollmentToken'][];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   createEnrollmentToken: {
     parameters: {
       query?: never;
@@ -7634,6 +7734,74 @@ export interface operations {
       };
       /** @description Default Response */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  revokeEnrollmentToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        tokenId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['EnrollmentToken'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -58,16 +58,23 @@ const toAgent = (r: AgentRow): Agent => {
  * take turns. `issuer_left`: the member who made it is no longer a member of its organization.
  */
 const TOKEN = query<
-  { id: string; org_id: string; expires_at: string; used_at: string | null; issuer_left: number | boolean },
+  {
+    id: string;
+    org_id: string;
+    expires_at: string;
+    used_at: string | null;
+    revoked_at: string | null;
+    issuer_left: number | boolean;
+  },
   [string]
 >(
-  (d) => `SELECT t.id, t.org_id, t.expires_at, t.used_at,
+  (d) => `SELECT t.id, t.org_id, t.expires_at, t.used_at, t.revoked_at,
      (t.created_by IS NOT NULL AND NOT EXISTS (
        SELECT 1 FROM memberships m WHERE m.org_id = t.org_id AND m.user_id = t.created_by)) AS issuer_left
    FROM enrollment_tokens t WHERE t.token_hash = ? ${d.forUpdate}`,
 );
 const SPEND_TOKEN = command<[string, string, string]>(
-  'UPDATE enrollment_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ? AND used_at IS NULL',
+  'UPDATE enrollment_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ? AND used_at IS NULL AND revoked_at IS NULL',
 );
 /**
  * `seq`, the registration order: PostgreSQL's identity gives it; SQLite's column has no default,
@@ -152,7 +159,14 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
       return db.transaction(function* (): Flow<EnrollOutcome> {
         const token = yield* one(TOKEN, [tokenHash]);
         const refusal = tokenRefusal(
-          token ? { usedAt: token.used_at, expiresAt: token.expires_at, issuerLeft: Boolean(token.issuer_left) } : null,
+          token
+            ? {
+                usedAt: token.used_at,
+                expiresAt: token.expires_at,
+                revokedAt: token.revoked_at,
+                issuerLeft: Boolean(token.issuer_left),
+              }
+            : null,
           at,
         );
         if (refusal || !token) return { ok: false, reason: refusal ?? 'unknown' };

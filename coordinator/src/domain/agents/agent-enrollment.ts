@@ -15,17 +15,19 @@ import type { DeviceGroups } from './agent-labels.js';
 const REFUSALS = {
   unknown: 'The enrollment token is not valid',
   used: 'The enrollment token has already been used',
+  revoked: 'The enrollment token was revoked',
   expired: 'The enrollment token has expired',
   issuer_left: 'The enrollment token was made by someone who is no longer a member of the organization',
 } as const;
 
 /**
- * Why a single-use token cannot be spent at `at`: unknown, already spent, expired, or made by a
- * member who has left (as their API tokens, it ends with their membership); null: it can.
+ * Why a single-use token cannot be spent at `at`: unknown, already spent, revoked, expired, or
+ * made by a member who has left (as their API tokens, it ends with their membership); null: it can.
  */
 export function enrollmentTokenRefusal(token: StoredEnrollmentToken, at: string): EnrollRefusal | null {
   if (!token) return 'unknown';
   if (token.usedAt !== null) return 'used';
+  if (token.revokedAt !== null) return 'revoked';
   if (token.expiresAt <= at) return 'expired';
   if (token.issuerLeft) return 'issuer_left';
   return null;

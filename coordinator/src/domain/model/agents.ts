@@ -44,9 +44,11 @@ export interface NewAgent {
   publicKey: string;
 }
 
-/** Why an enrollment token was refused: none has this hash, it was spent, or it expired. */
-/** `issuer_left`: the member who made the token has left its organization (or was removed). */
-export type EnrollRefusal = 'unknown' | 'used' | 'expired' | 'issuer_left';
+/**
+ * Why an enrollment token was refused: none has this hash, it was spent, an operator revoked it,
+ * it expired, or (`issuer_left`) the member who made it has left its organization (or was removed).
+ */
+export type EnrollRefusal = 'unknown' | 'used' | 'revoked' | 'expired' | 'issuer_left';
 
 /**
  * `key_in_use`: the public key is already that of an agent (of any organization, revoked ones
@@ -56,7 +58,12 @@ export type EnrollRefusal = 'unknown' | 'used' | 'expired' | 'issuer_left';
 export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: EnrollRefusal | 'key_in_use' };
 
 /** An enrollment token as stored (null: none has the hash). */
-export type StoredEnrollmentToken = { usedAt: string | null; expiresAt: string; issuerLeft: boolean } | null;
+export type StoredEnrollmentToken = {
+  usedAt: string | null;
+  expiresAt: string;
+  revokedAt: string | null;
+  issuerLeft: boolean;
+} | null;
 
 /** Why a token cannot be spent at `at`, or null (domain/agents/agent-enrollment.ts); run inside the enrollment. */
 export type EnrollmentTokenRefusal = (token: StoredEnrollmentToken, at: string) => EnrollRefusal | null;

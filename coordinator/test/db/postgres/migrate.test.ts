@@ -24,6 +24,7 @@ const POSTGRES_ONLY_COLUMNS = [
   'api_tokens.seq',
   'applications.seq',
   'device_bindings.seq',
+  'enrollment_tokens.seq',
   'files.seq',
   'storage_bindings.seq',
   'triggers.seq',
