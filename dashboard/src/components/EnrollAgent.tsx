@@ -1,6 +1,8 @@
+import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { api, apiPath } from '../api/client';
+import { enrollmentTokensKey } from '../api/enrollment-tokens';
 import type { Answer, RequestBody } from '@drover/shared/api';
 import { shellQuote } from '../lib/shell';
 import { CopyBlock } from './CopyBlock';
@@ -26,6 +28,7 @@ export function enrollCommand(origin: string, token: string): string {
 export function EnrollAgent({ orgId }: { orgId: string }) {
   const [name, setName] = useState('');
   const [expiresInSeconds, setExpires] = useState(3600);
+  const queryClient = useQueryClient();
   const create = useMutation({
     mutationFn: () =>
       api<Answer<'createEnrollmentToken', 201>>('POST', apiPath`/orgs/${orgId}/enrollment-tokens`, {
@@ -34,6 +37,8 @@ export function EnrollAgent({ orgId }: { orgId: string }) {
           ...(name.trim() ? { name: name.trim() } : {}),
         } satisfies RequestBody<'createEnrollmentToken'>,
       }),
+    // The list of tokens (the Agents page's) shows the new one.
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: enrollmentTokensKey(orgId) }),
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();

@@ -14,6 +14,7 @@ import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { AGENT_STATUSES, STATUS_WORDS } from '../components/agent-words';
 import { describeParam, limited, workflowLimitWords } from '../components/workflow-words';
 
+import { EnrollmentTokens } from './EnrollmentTokens';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { useSearchText } from './use-search-text';
@@ -143,6 +144,7 @@ export function AgentsPage() {
       {!agents.data && !agents.error && <p className="loading">Loading…</p>}
       <ShowOlder pages={agents} what="agents" label={`Show the next ${AGENT_PAGE} agents`} />
       {allows(org, 'agents.enroll') && <EnrollAgent orgId={orgId} />}
+      <EnrollmentTokens orgId={orgId} org={org} />
     </section>
   );
 }
