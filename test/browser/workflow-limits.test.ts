@@ -13,13 +13,15 @@ import {
   type TestPage,
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { createTestJob } from '../helpers/jobs.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 
 /**
  * An agent's workflows on its page, with their rate limits, in a real Chromium against a real
  * coordinator: an owner changes a workflow's limits (a refusal under its input, a change of
- * another owner's to a window left alone kept), clears one, cancels with Escape; the Agents page
- * says which workflows are limited; a member reads the limits without a way to change them.
+ * another owner's to a window left alone kept), clears one, cancels with Escape; the page shows
+ * the agent's last jobs; the Agents page says which workflows are limited; a member reads the
+ * limits without a way to change them.
  */
 
 interface ManagedWorkflow {
@@ -119,6 +121,19 @@ describe.skipIf(!CHROMIUM)("a workflow's rate limits on its agent's page", () =>
     expect(await form().count()).toBe(0);
     expect((await deploy()).rateLimitPerHour).toBe(7);
     expect(owner.problems).toEqual([]);
+  });
+
+  it("shows the agent's last jobs, leading to all of them on the Jobs page", async () => {
+    const other = await enrollTestAgent(t.owner, t.orgId, { hostname: 'press-08' });
+    await createTestJob(t, agent, { workflowName: 'reboot', status: 'rejected', ref: null }, { notify: false });
+    await createTestJob(t, other, { workflowName: 'elsewhere' }, { notify: false });
+    await page().goto(`/orgs/${t.orgId}/agents/${agent.agentId}`);
+    const recent = page().getByRole('table', { name: 'Recent jobs' });
+    await expect.poll(() => recent.getByRole('row').count()).toBe(2); // the header and its one job
+    expect(await recent.innerText()).toContain('reboot');
+    expect(await recent.innerText()).not.toContain('elsewhere');
+    await page().getByRole('link', { name: 'All jobs on this agent' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/jobs?agentId=${agent.agentId}`);
   });
 
   it('says on the Agents page which workflows are limited', async () => {

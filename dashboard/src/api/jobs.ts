@@ -142,13 +142,15 @@ export const membersQuery = (orgId: string) =>
     queryFn: () => api<Member[]>('GET', apiPath`/orgs/${orgId}/members`),
   });
 
-/** A trigger's most recent jobs (its page shows them), refreshed like the jobs list. */
-export const recentTriggerJobsQuery = (orgId: string, triggerId: string, limit = 10) =>
+/** What a page's recent jobs are of: a trigger (its page), or an agent (its page). */
+export type RecentJobsOf = { triggerId: string } | { agentId: string };
+
+/** The most recent jobs of a trigger or an agent (their pages show them), refreshed like the jobs list. */
+export const recentJobsQuery = (orgId: string, of: RecentJobsOf, limit = 10) =>
   queryOptions({
-    queryKey: ['orgs', orgId, 'jobs', { triggerId, recent: limit }],
+    queryKey: ['orgs', orgId, 'jobs', { ...of, recent: limit }],
     queryFn: async () =>
-      (await apiPage<Job>(apiPath`/orgs/${orgId}/jobs?${new URLSearchParams({ triggerId, limit: String(limit) })}`))
-        .items,
+      (await apiPage<Job>(apiPath`/orgs/${orgId}/jobs?${new URLSearchParams({ ...of, limit: String(limit) })}`)).items,
     refetchInterval: JOBS_REFRESH_MS,
   });
 

@@ -10,13 +10,14 @@ import { LabelChips } from '../components/LabelChips';
 import { dateTime } from '../components/time';
 import { AgentLabelsForm } from './AgentLabelsForm';
 import { AgentWorkflows } from './AgentWorkflows';
+import { RecentJobs } from '../components/RecentJobs';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { Ago } from '../components/Ago';
 
 /**
  * An agent: its status and machine, its labels (those it reports, the operators', the result; edit
- * the operators'), and its workflows with their rate limits (owners change them).
+ * the operators'), its workflows with their rate limits (owners change them), and its last jobs.
  */
 export function AgentPage() {
   const { orgId, org, loaded } = useOrg();
@@ -48,6 +49,7 @@ export function AgentPage() {
       </dl>
       <AgentLabels orgId={orgId} agent={a} canEdit={allows(org, 'agents.edit')} />
       <AgentWorkflows orgId={orgId} agent={a} canLimit={allows(org, 'workflows.limits')} />
+      <RecentJobs orgId={orgId} of={{ agentId: a.id }} allWords="All jobs on this agent" />
     </section>
   );
 }

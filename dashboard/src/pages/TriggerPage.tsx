@@ -7,7 +7,6 @@ import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentQuery, agentsQuery, agentWorkflowsQuery, workflowsQuery } from '../api/queries';
 import { recentTriggerBatchesQuery } from '../api/batches';
-import { emailsOf, membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
 import { AGENT_DIRECTORY_REFRESH_MS } from '../api/refresh';
 import { BatchCells } from '../components/BatchProgress';
@@ -15,7 +14,7 @@ import { CopyBlock } from '../components/CopyBlock';
 import { shellQuote } from '../lib/shell';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { JobLeadCells } from '../components/JobFacts';
+import { RecentJobs } from '../components/RecentJobs';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
 import { dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -87,7 +86,7 @@ export function TriggerPage() {
       {t.type === 'webhook' && <WebhookCall trigger={t} />}
       {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
       {t.agentSelector !== null && t.fanout === 'all' && <RecentBatches orgId={orgId} triggerId={t.id} />}
-      <RecentJobs orgId={orgId} triggerId={t.id} />
+      <RecentJobs orgId={orgId} of={{ triggerId: t.id }} allWords="All jobs of this trigger" />
       {allows(org, 'triggers.run') && (
         <RunByHand
           orgId={orgId}
@@ -176,47 +175,6 @@ function RecentBatches({ orgId, triggerId }: { orgId: string; triggerId: string 
         <Link to={`/orgs/${orgId}/batches?triggerId=${encodeURIComponent(triggerId)}`}>
           All batches of this trigger
         </Link>
-      </p>
-    </div>
-  );
-}
-
-/** The trigger's last jobs, newest first, refreshed while the page is on screen. */
-function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) {
-  const jobs = useQuery(recentTriggerJobsQuery(orgId, triggerId));
-  const members = useQuery(membersQuery(orgId));
-  const emails = emailsOf(members.data);
-  return (
-    <div className="panel">
-      <h2 id="recent-jobs-heading">Recent jobs</h2>
-      <ErrorMessage error={jobs.error} />
-      {jobs.data && jobs.data.length === 0 && <p>No job yet.</p>}
-      {jobs.data && jobs.data.length > 0 && (
-        <div className="table-scroll">
-          <table aria-labelledby="recent-jobs-heading">
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Status</th>
-                <th scope="col">Started by</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.data.map((job) => (
-                <tr key={job.id}>
-                  <JobLeadCells job={job} emails={emails} />
-                  <td>
-                    <Ago at={job.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <p>
-        <Link to={`/orgs/${orgId}/jobs?triggerId=${encodeURIComponent(triggerId)}`}>All jobs of this trigger</Link>
       </p>
     </div>
   );
