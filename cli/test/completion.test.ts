@@ -25,6 +25,7 @@ describe('completion candidates', () => {
       'rotate-keys',
     ]);
     expect(complete('--url=http://x trigger ')).toEqual(['create', 'list', 'show', 'pause', 'resume', 'delete']);
+    expect(complete('enrollment-token ')).toEqual(['create', 'list', 'revoke']);
     // After `help`, the commands it shows the help of.
     expect(complete('help trigger ')).toEqual(['create', 'list', 'show', 'pause', 'resume', 'delete']);
   });
@@ -35,6 +36,9 @@ describe('completion candidates', () => {
       expect.arrayContaining(['--ttl', '--persistent', '--binding', '--json', '--url', '--help']),
     );
     expect(options).not.toContain('--wait');
+    expect(complete('enrollment-token list -')).toEqual(
+      expect.arrayContaining(['--state', '--limit', '--cursor', '--all', '--json']),
+    );
   });
 
   it('are none where a value goes (the shell completes file names)', () => {

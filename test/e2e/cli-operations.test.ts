@@ -1,14 +1,23 @@
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
-import { signInDrover, type SignedInDrover } from '../helpers/cli-binary.js';
+import {
+  buildDrover,
+  drover as droverExecutable,
+  droverInProcess,
+  signInDrover,
+  type SignedInDrover,
+} from '../helpers/cli-binary.js';
 import { OWNER_EMAIL, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 
 /**
  * What an operator scripts against the fleet, against a real coordinator: `drover audit` (the
  * audit log as a table with names, its filters, pages, every page as JSON lines for a SIEM),
  * `drover agent show|rename|revoke` (one agent by name or id, as a ticket needs it, and a machine
- * retired), `drover trigger show|pause|resume` (a cron trigger held during maintenance) and
- * `drover workflow limits`.
+ * retired), `drover trigger show|pause|resume` (a cron trigger held during maintenance),
+ * `drover workflow limits` and `drover enrollment-token list|revoke` (a leaked token found and
+ * revoked before it enrolls a machine).
  */
 
 let t: TestCoordinator;
@@ -268,5 +277,164 @@ describe('drover workflow limits', () => {
       code: 2,
       stderr: 'drover: edge-01 reports no workflow `nope` (drover workflows --agent edge-01 lists them)\n',
     });
+  });
+});
+
+describe('drover enrollment-token list and revoke', () => {
+  interface Issued {
+    id: string;
+    token: string;
+  }
+  const issue = async (name: string): Promise<Issued> => {
+    const created = await run(['enrollment-token', 'create', '--name', name, '--json']);
+    if (created.code !== 0) throw new Error(`enrollment-token create: ${created.stderr}`);
+    return JSON.parse(created.stdout) as Issued;
+  };
+  const enroll = (enrollmentToken: string) =>
+    enrollTestAgent(t.owner, t.orgId, { hostname: 'rack-4-01', enrollmentToken });
+  /** A coordinator that cannot be reached: a refusal with it was made before any call. */
+  const nowhere = { DROVER_URL: 'http://127.0.0.1:9' };
+  let used: Issued;
+  let usedAgent: TestAgent;
+  let leaked: Issued;
+  let spare: Issued;
+
+  /** The built executable, signed in as the owner: what a script runs. */
+  const executable = (args: string[]) => droverExecutable(args, { env: owner.env, cwd: owner.work });
+
+  beforeAll(async () => {
+    await buildDrover();
+    used = await issue('rack-4');
+    usedAgent = await enroll(used.token);
+    leaked = await issue('leaked');
+    spare = await issue('spare');
+  }, 300_000);
+
+  it('revokes an unspent token, which then enrolls nothing; a used one is the API’s 409', async () => {
+    // Through the built executable: the output and exit codes a script sees.
+    expect(await executable(['enrollment-token', 'revoke', leaked.id])).toMatchObject({
+      code: 0,
+      stdout: `Revoked the enrollment token leaked (${leaked.id}): it enrolls no machine from now on\n`,
+      stderr: '',
+    });
+    await expect(enroll(leaked.token)).rejects.toThrow(/^enroll: 401 .*The enrollment token was revoked/);
+    expect(await executable(['enrollment-token', 'revoke', used.id])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: The enrollment token was already used to enroll an agent: revoke that agent instead\n',
+    });
+    const json = await run(['enrollment-token', 'revoke', leaked.id, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: leaked.id, name: 'leaked', state: 'revoked' });
+  });
+
+  it('refuses an unknown token (404), a secret given for the id before any call, and another member’s token (403)', async () => {
+    expect(await run(['enrollment-token', 'revoke', '00000000-0000-4000-8000-000000000000'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: Enrollment token not found\n',
+    });
+    expect(await run(['enrollment-token', 'revoke', spare.token], nowhere)).toMatchObject({
+      code: 2,
+      stderr:
+        "drover: expected the enrollment token's id, got its secret: `drover enrollment-token list` shows the ids\n",
+    });
+    expect(await run(['enrollment-token', 'revoke', 'rack-4'], nowhere)).toMatchObject({
+      code: 2,
+      stderr: 'drover: expected an enrollment token id (a UUID), got `rack-4`\n',
+    });
+
+    await addUser(t.owner, t.orgId, 'tokens-member@example.test', 'member');
+    const member = { ...owner.env, XDG_CONFIG_HOME: path.join(owner.work, 'member-config') };
+    const login = await droverInProcess(['login', '--email', 'tokens-member@example.test', '--password-stdin'], {
+      env: member,
+      cwd: owner.work,
+      input: `${MEMBER_PASSWORD}\n`,
+    });
+    expect(login.code).toBe(0);
+    const refused = await droverInProcess(['enrollment-token', 'revoke', spare.id], { env: member, cwd: owner.work });
+    expect(refused).toMatchObject({
+      code: 2,
+      stderr: 'drover: Only an owner or an operator of the organization can do this; you are a member\n',
+    });
+    expect(JSON.parse((await run(['enrollment-token', 'list', '--state', 'open', '--json'])).stdout)).toContainEqual(
+      expect.objectContaining({ id: spare.id, state: 'open' }),
+    );
+  });
+
+  it('lists the tokens newest first: who made each, and the name of the agent a used one enrolled', async () => {
+    const listed = await run(['enrollment-token', 'list']);
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID +NAME +STATE +CREATED BY +EXPIRES +USED BY$/);
+    const email = OWNER_EMAIL.replace('.', '\\.');
+    const when = '20\\d\\d-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ';
+    expect(lines.slice(1, 4)).toEqual([
+      expect.stringMatching(new RegExp(`^${spare.id} +spare +open +${email} +${when} +-$`)),
+      expect.stringMatching(new RegExp(`^${leaked.id} +leaked +revoked +${email} +${when} +-$`)),
+      expect.stringMatching(new RegExp(`^${used.id} +rack-4 +used +${email} +${when} +rack-4-01$`)),
+    ]);
+    const json = JSON.parse((await run(['enrollment-token', 'list', '--state', 'used', '--json'])).stdout);
+    expect(json).toContainEqual({
+      id: used.id,
+      name: 'rack-4',
+      state: 'used',
+      createdBy: expect.any(String) as unknown,
+      createdByEmail: OWNER_EMAIL,
+      createdAt: expect.any(String) as unknown,
+      expiresAt: expect.any(String) as unknown,
+      usedAt: expect.any(String) as unknown,
+      usedByAgentId: usedAgent.agentId,
+      revokedAt: null,
+      revokedBy: null,
+    });
+  });
+
+  it('filters by state, and refuses an unknown state or limit before any call, with a suggestion', async () => {
+    const open = await run(['enrollment-token', 'list', '--state', 'open', '--json']);
+    expect(open.code).toBe(0);
+    const states = (JSON.parse(open.stdout) as { state: string }[]).map((token) => token.state);
+    expect(states.length).toBeGreaterThan(0);
+    expect(new Set(states)).toEqual(new Set(['open']));
+    const usedOnes = await run(['enrollment-token', 'list', '--state', 'used']);
+    expect(usedOnes.stdout).toContain(used.id);
+    expect(usedOnes.stdout).not.toContain(spare.id);
+
+    // Refused before any call: the coordinator of `nowhere` could not be reached.
+    expect(await run(['enrollment-token', 'list', '--state', 'revokd'], nowhere)).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --state: expected one of open, used, revoked, expired, got `revokd` (did you mean revoked?)\n',
+    });
+    expect(await run(['enrollment-token', 'list', '--state', 'all'], nowhere)).toMatchObject({
+      code: 2,
+      stderr: 'drover: --state: expected one of open, used, revoked, expired, got `all`\n',
+    });
+    expect(await run(['enrollment-token', 'list', '--limit', '501'], nowhere)).toMatchObject({
+      code: 2,
+      stderr: 'drover: --limit: expected an integer from 1 to 500, got `501`\n',
+    });
+  });
+
+  it('says the command for the next page, and with --all --json prints every token, one a line', async () => {
+    const every = JSON.parse((await run(['enrollment-token', 'list', '--json'])).stdout) as { id: string }[];
+    expect(every.length).toBeGreaterThan(2);
+    const first = await run(['enrollment-token', 'list', '--limit', '1']);
+    expect(first.stdout).toContain(every[0]!.id);
+    const next = /^More tokens follow: (drover enrollment-token list --limit 1 --cursor \S+)\n$/.exec(first.stderr);
+    expect(next).not.toBeNull();
+    const second = await run(next![1]!.split(' ').slice(1));
+    expect(second).toMatchObject({ code: 0 });
+    expect(second.stdout.split('\n')[1]).toMatch(new RegExp(`^${every[1]!.id} `));
+
+    const lines = await run(['enrollment-token', 'list', '--all', '--json', '--limit', '1']);
+    expect(lines).toMatchObject({ code: 0, stderr: '' });
+    const ids = lines.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { id: string }).id);
+    expect(ids).toEqual(every.map((token) => token.id));
+    const table = await run(['enrollment-token', 'list', '--all', '--limit', '1', '--state', 'revoked']);
+    expect(table).toMatchObject({ code: 0, stderr: '' });
+    expect(table.stdout).toMatch(new RegExp(`\\n${leaked.id} +leaked +revoked `));
   });
 });
