@@ -1,5 +1,5 @@
 import type { Schema } from '@drover/shared/api';
-import type { Caller, SessionCaller } from './callers.js';
+import type { Caller } from './callers.js';
 import { ApiError, CliError } from './errors.js';
 import { selectorRefusal } from './labels/selector.js';
 import { shortId } from '@drover/shared';
@@ -34,18 +34,44 @@ export async function listAgents(caller: Caller, selector?: string): Promise<Age
 }
 
 /**
- * How a table names an agent: its name, with the start of its id when another agent has the same
- * name; its id when the caller cannot list it (or listing is refused: a rate limit, say, since
- * the table itself was answered).
+ * How a table names an agent: its name, with the end of its id when another agent of those read
+ * has the same name; its id when the caller cannot list it (or listing is refused: a rate limit,
+ * say, since the table itself was answered).
  */
 export async function agentNamer(caller: Caller): Promise<(agentId: string) => string> {
-  let agents: Agent[];
   try {
-    agents = await listAgents(caller);
+    return namerOf(await listAgents(caller));
   } catch (error) {
     if (error instanceof ApiError) return (agentId) => agentId;
     throw error;
   }
+}
+
+/** The most agent ids one read of the organization's agents names (`?id=`, the coordinator's bound). */
+const IDS_PER_READ = 200;
+
+/**
+ * As agentNamer, for the agents of `ids` only: with a session and at most 200 of them, read by id
+ * (`GET /v1/orgs/:orgId/agents?id=…`), not a fleet's thousands read to name the few a table shows;
+ * more of them (a table over much of the fleet), an API token's, or a coordinator older than `id`
+ * (which refuses it, 422): every agent the caller reaches, in one read.
+ */
+export async function agentNamerFor(caller: Caller, ids: Iterable<string>): Promise<(agentId: string) => string> {
+  const wanted = [...new Set(ids)];
+  if (caller.kind === 'token' || wanted.length > IDS_PER_READ) return agentNamer(caller);
+  if (wanted.length === 0) return (agentId) => agentId;
+  const query = new URLSearchParams(wanted.map((id): [string, string] => ['id', id]));
+  try {
+    return namerOf(await caller.api.get<Agent[]>(`/orgs/${await caller.orgId()}/agents?${query.toString()}`));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 422) return agentNamer(caller);
+    if (error instanceof ApiError) return (agentId) => agentId;
+    throw error;
+  }
+}
+
+/** Names by id from the agents read, a name two of them share told apart by the end of the id (shortId). */
+function namerOf(agents: Agent[]): (agentId: string) => string {
   const named = new Map(agents.map((a) => [a.id, a.name]));
   const uses = new Map<string, number>();
   for (const a of agents) uses.set(a.name, (uses.get(a.name) ?? 0) + 1);
@@ -54,31 +80,4 @@ export async function agentNamer(caller: Caller): Promise<(agentId: string) => s
     if (name === undefined) return agentId;
     return uses.get(name)! > 1 ? `${name} (${shortId(agentId)})` : name;
   };
-}
-
-/** The most agent ids one read of the organization's agents names (`?id=`, the coordinator's bound). */
-const IDS_PER_READ = 200;
-
-/**
- * As agentNamer, for the agents of `ids` only: read by id (`GET /v1/orgs/:orgId/agents?id=…`), not
- * a fleet's thousands read to name the few a table shows; a coordinator older than `id` refuses it
- * (422), and every agent is read instead.
- */
-export async function agentNamerFor(
-  caller: SessionCaller,
-  ids: Iterable<string>,
-): Promise<(agentId: string) => string> {
-  const wanted = [...new Set(ids)];
-  const agents: Agent[] = [];
-  try {
-    for (let i = 0; i < wanted.length; i += IDS_PER_READ) {
-      const query = new URLSearchParams(wanted.slice(i, i + IDS_PER_READ).map((id): [string, string] => ['id', id]));
-      agents.push(...(await caller.api.get<Agent[]>(`/orgs/${await caller.orgId()}/agents?${query.toString()}`)));
-    }
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 422) return agentNamer(caller);
-    throw error;
-  }
-  const named = new Map(agents.map((a) => [a.id, a.name]));
-  return (agentId) => named.get(agentId) ?? agentId;
 }

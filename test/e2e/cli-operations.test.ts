@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { generateEd25519KeyPair } from '@drover/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import {
@@ -436,5 +437,29 @@ describe('drover enrollment-token list and revoke', () => {
     const table = await run(['enrollment-token', 'list', '--all', '--limit', '1', '--state', 'revoked']);
     expect(table).toMatchObject({ code: 0, stderr: '' });
     expect(table.stdout).toMatch(new RegExp(`\\n${leaked.id} +leaked +revoked `));
+  });
+});
+
+describe('the agents a table names', () => {
+  it('tells apart two agents of one name by the end of their ids in a table that names the agents it shows', async () => {
+    const twins: TestAgent[] = [];
+    for (let i = 0; i < 2; i++) {
+      const made = await run(['enrollment-token', 'create', '--name', `twin ${i}`, '--json']);
+      const { token: secret } = JSON.parse(made.stdout) as { token: string };
+      const enrolled = await t.api.post<{ agentId: string }>('/agent/enroll', {
+        body: {
+          enrollmentToken: secret,
+          publicKey: generateEd25519KeyPair().publicKey,
+          hostname: 'twin',
+          os: 'linux',
+          agentVersion: '1.0.0',
+        },
+      });
+      expect(enrolled.status, enrolled.text).toBe(201);
+      twins.push({ agentId: enrolled.body.agentId } as TestAgent);
+    }
+    const named = twins.map((twin) => `twin \\(…${twin.agentId.slice(-8)}\\)`);
+    const tokens = await run(['enrollment-token', 'list', '--state', 'used']);
+    for (const name of named) expect(tokens.stdout).toMatch(new RegExp(`twin \\d +used .* ${name}\n`));
   });
 });

@@ -1,7 +1,7 @@
 import { DEVICE_STATES } from '@drover/shared';
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { agentNamer } from '../agent-names.js';
+import { agentNamerFor } from '../agent-names.js';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
 import { printJson } from '../output/json.js';
@@ -45,7 +45,10 @@ export function configureAppDevicesCommand(app: Command, rt: Runtime): void {
         );
       }
       if (devices.length === 0) return rt.out(`No device of ${found.slug} is in the state ${state}.\n`);
-      const agentName = await agentNamer(caller);
+      const agentName = await agentNamerFor(
+        caller,
+        devices.map((b) => b.agentId),
+      );
       const rows = devices.map((b) => [
         agentName(b.agentId),
         b.channel,

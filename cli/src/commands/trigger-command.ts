@@ -10,7 +10,7 @@ import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId, isUuid, pick } from '../session/lookups.js';
-import { agentNamer, agentNamerFor, listAgents } from '../agent-names.js';
+import { agentNamerFor, listAgents } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
 type Trigger = Schema<'Trigger'>;
@@ -104,7 +104,10 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       const triggers = await caller.api.get<Trigger[]>(`/orgs/${await caller.orgId()}/triggers`);
       if (flags.json) return printJson(rt, triggers);
       if (triggers.length === 0) return rt.out('No triggers.\n');
-      const agentName = await agentNamer(caller);
+      const agentName = await agentNamerFor(
+        caller,
+        triggers.flatMap((t) => (t.agentId === null ? [] : [t.agentId])),
+      );
       const rows = triggers.map((t) => [
         t.id,
         t.name,

@@ -1,6 +1,6 @@
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { agentNamer, type Agent } from '../agent-names.js';
+import { agentNamerFor, type Agent } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -36,7 +36,10 @@ export function configureWorkflowsCommand(program: Command, rt: Runtime): void {
       if (flags.json) return printJson(rt, workflows);
       if (workflows.length === 0)
         return rt.out(flags.agent === undefined ? 'No workflows.\n' : 'No workflows of this agent.\n');
-      const agentName = await agentNamer(caller);
+      const agentName = await agentNamerFor(
+        caller,
+        workflows.map((w) => w.agentId),
+      );
       const rows = workflows.map((w) => [
         w.name,
         w.version,
