@@ -14,6 +14,7 @@ export const GAP_REQUEST = 'g';
 
 const CODES = {
   job_created: 'c',
+  job_resent: 'u',
   job_pooled: 'p',
   cancel_requested: 'x',
   job_finished: 'f',
@@ -28,7 +29,7 @@ const ID = /^[A-Za-z0-9_-]{1,128}$/;
 /** The event as text, or null when one of its ids could not travel (never a coordinator's id). */
 export function encodeEvent(event: ClusterEvent): string | null {
   const ids =
-    event.type === 'job_created' || event.type === 'cancel_requested'
+    event.type === 'job_created' || event.type === 'job_resent' || event.type === 'cancel_requested'
       ? [event.agentId, event.jobId]
       : event.type === 'job_pooled'
         ? [event.orgId, event.jobId]
@@ -71,6 +72,9 @@ export function decodePayload(payload: string): DecodedPayload | null {
     switch (item[0]) {
       case CODES.job_created:
         if (b !== undefined) events.push({ type: 'job_created', agentId: a, jobId: b });
+        break;
+      case CODES.job_resent:
+        if (b !== undefined) events.push({ type: 'job_resent', agentId: a, jobId: b });
         break;
       case CODES.job_pooled:
         if (b !== undefined) events.push({ type: 'job_pooled', orgId: a, jobId: b });

@@ -256,6 +256,7 @@ export class StreamRegistry {
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
     this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
+    this.unsubscribe.push(this.options.jobEvents.onJobResent((agentId, jobId) => this.jobResent(agentId, jobId)));
     this.unsubscribe.push(this.options.jobEvents.onJobPooled((orgId) => this.offerPool(orgId)));
     this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId), 'anywhere'));
     this.unsubscribe.push(
@@ -385,6 +386,20 @@ export class StreamRegistry {
         await this.handById(stream, jobId);
         stream.arrived(jobId);
       }
+    });
+  }
+
+  /**
+   * A pending job the agent dropped goes to it again, at once (it holds its place in the queue
+   * already); a stream still starting sends it with the open jobs it reads.
+   */
+  private jobResent(agentId: string, jobId: string): void {
+    const stream = this.streams.get(agentId);
+    if (!stream || stream.state === 'starting') return;
+    stream.setOff(jobId);
+    stream.sending = stream.sending.then(async () => {
+      await this.handById(stream, jobId, true);
+      stream.arrived(jobId);
     });
   }
 
@@ -543,11 +558,11 @@ export class StreamRegistry {
     }
   }
 
-  private async handById(stream: AgentStream, jobId: string): Promise<void> {
+  private async handById(stream: AgentStream, jobId: string, again = false): Promise<void> {
     stream.setOff(jobId);
     try {
       const job = await this.readJob(jobId);
-      if (job && job.agentId === stream.agentId) await this.hand(stream, job);
+      if (job && job.agentId === stream.agentId) await this.hand(stream, job, again);
     } catch (error) {
       this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
     } finally {
@@ -563,16 +578,15 @@ export class StreamRegistry {
 
   /**
    * Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as
-   * handed. A job is sent again on purpose when its agent says it dropped it (a full queue); the
-   * checks that find jobs (a claim of a pool's, the reconciliation) skip those handed already.
+   * handed. A job this stream sent already is not sent again, whatever path finds it (a late
+   * `job_created` event after the check at a ping sent it, with the job read `pending` while its
+   * agent's accept was on its way through another coordinator): the copy could reach the agent
+   * after the job ended there. Only `again` sends it again, a pending one: its agent dropped it (an
+   * update job whose device reported without it, ota/engine.ts `repushJobId`).
    */
-  private async hand(stream: AgentStream, job: Job): Promise<void> {
-    // A job the agent has taken already (queued or running there, sent by the check at a ping
-    // before its late event came) is not sent again: the copy could reach the agent after the job
-    // ended. A pending one is: the agent may have dropped it (its queue full), and a deploy job is
-    // sent again on purpose when the device reports (ota/engine.ts, `repushJobId`).
+  private async hand(stream: AgentStream, job: Job, again = false): Promise<void> {
     if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
-    if (job.status !== 'pending' && stream.handed.has(job.id)) return;
+    if (stream.handed.has(job.id) && !(again && job.status === 'pending')) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {

@@ -35,6 +35,23 @@ export class JobEvents {
     this.relay?.publish({ type: 'job_created', agentId, jobId });
   }
 
+  /**
+   * A pending job its agent was sent is to go to it again, even if its stream sent it already: the
+   * agent dropped it (an update job whose device reported without it, ota/engine.ts). A job is
+   * otherwise never sent twice to one stream: a late `created` event would send a copy the agent
+   * may get after the job ended.
+   */
+  jobResent(agentId: string, jobId: string): void {
+    this.emitter.emit('resent', agentId, jobId);
+    this.relay?.publish({ type: 'job_resent', agentId, jobId });
+  }
+
+  /** Jobs to send again, on any coordinator of the database. */
+  onJobResent(listener: (agentId: string, jobId: string) => void): () => void {
+    this.emitter.on('resent', listener);
+    return () => this.emitter.off('resent', listener);
+  }
+
   /** Jobs created on any coordinator of the database. */
   onJobCreated(listener: (agentId: string, jobId: string) => void): () => void {
     this.emitter.on('created', listener);
@@ -150,6 +167,9 @@ export class JobEvents {
     switch (event.type) {
       case 'job_created':
         this.emitter.emit('created', event.agentId, event.jobId);
+        break;
+      case 'job_resent':
+        this.emitter.emit('resent', event.agentId, event.jobId);
         break;
       case 'job_pooled':
         this.emitter.emit('pooled', event.orgId, event.jobId);

@@ -6,6 +6,11 @@
 export type ClusterEvent =
   /** A job was created for the agent: the instance holding its stream sends it. */
   | { type: 'job_created'; agentId: string; jobId: string }
+  /**
+   * A pending job the agent was sent is to be sent again: its device reported without it (an
+   * update job, ota/engine.ts). A coordinator older than this event skips it.
+   */
+  | { type: 'job_resent'; agentId: string; jobId: string }
   /** A job of the organization waits in a pool for an agent with room (docs/fleets.md, "Pools"). */
   | { type: 'job_pooled'; orgId: string; jobId: string }
   /** A user cancelled a job of the agent: the instance holding its stream tells it. */

@@ -151,6 +151,6 @@ export class OtaEngine {
       this.options.jobEvents.jobCreated(binding.agentId, outcome.createdJobId);
       (this.options.metrics ?? noMetrics).jobCreated('ota', 'pending');
     }
-    if (outcome.repushJobId) this.options.jobEvents.jobCreated(binding.agentId, outcome.repushJobId);
+    if (outcome.repushJobId) this.options.jobEvents.jobResent(binding.agentId, outcome.repushJobId);
   }
 }

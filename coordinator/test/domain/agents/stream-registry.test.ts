@@ -388,6 +388,31 @@ describe('StreamRegistry between coordinators', () => {
     expect(sink.jobIds()).toEqual(['j1', 'j2']);
   });
 
+  it('sends a job once when its late event reads it still pending (its accept on its way through another coordinator), again only when asked', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 4);
+    s.jobs.set('j2', job('j2'));
+    s.summaries.push(summary('j2'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    for (let i = 0; i < 3; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j2']);
+    // The event comes while the agent's accept is still on its way: the job reads pending.
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j2' });
+    for (let i = 0; i < 3; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j2']);
+    // Its device reported without it (an update job): it goes again, and only while pending.
+    s.relay.deliver({ type: 'job_resent', agentId: 'a1', jobId: 'j2' });
+    for (let i = 0; i < 3; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j2', 'j2']);
+    s.jobs.set('j2', job('j2', 'a1', 'running'));
+    s.relay.deliver({ type: 'job_resent', agentId: 'a1', jobId: 'j2' });
+    for (let i = 0; i < 3; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j2', 'j2']);
+  });
+
   it('asks a stream with room for pool jobs when a job of its organization waits in a pool, or at a ping while some wait', async () => {
     const claims: string[] = [];
     let waitingOrgs: string[] = [];
