@@ -248,6 +248,40 @@ describe('0030_email_ascii_case', () => {
   });
 });
 
+describe('0035_enrollment_token_revocation', () => {
+  it('numbers the tokens there are in the order they were made, spent ones too', async () => {
+    const p = await emptyPool();
+    try {
+      await migratePostgres(
+        p,
+        loadPostgresMigrations().filter((m) => m.version < 35),
+      );
+      await p.query("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', '2030-01-01T00:00:00Z')");
+      for (const [i, name] of ['first', 'second', 'third', 'fourth'].entries()) {
+        await p.query(
+          `INSERT INTO enrollment_tokens (id, org_id, name, token_hash, expires_at, created_at)
+           VALUES ($1, 'o', $1, $1, '2030-02-01T00:00:00Z', $2)`,
+          [name, `2030-01-01T00:00:0${i}Z`],
+        );
+      }
+      // Spending a token writes a new version of its row, elsewhere in the table.
+      await p.query(
+        "UPDATE enrollment_tokens SET used_at = '2030-01-02T00:00:00Z', used_by_agent_id = 'a' WHERE id = 'first'",
+      );
+      await migratePostgres(p);
+      // One made after the upgrade is the newest.
+      await p.query(
+        `INSERT INTO enrollment_tokens (id, org_id, name, token_hash, expires_at, created_at)
+         VALUES ('fifth', 'o', 'fifth', 'fifth', '2030-02-01T00:00:00Z', '2030-01-03T00:00:00Z')`,
+      );
+      const { rows } = await p.query('SELECT id FROM enrollment_tokens ORDER BY seq DESC');
+      expect(rows.map((r) => r.id)).toEqual(['fifth', 'fourth', 'third', 'second', 'first']);
+    } finally {
+      await p.end();
+    }
+  });
+});
+
 describe('the two schemas', () => {
   it('have the same tables and columns', async () => {
     await migratePostgres(pool);
