@@ -80,8 +80,17 @@ describe.skipIf(!CHROMIUM)('enrollment tokens on the Agents page', () => {
     const confirm = page().getByRole('group', { name: 'Revoke pasted in a ticket' });
     await expectAccessible(page(), 'the Agents page asking to revoke an enrollment token');
     await docScreenshot(page(), 'enrollment-tokens');
-    await confirm.getByRole('button', { name: 'Revoke token' }).click();
+    await confirm.getByRole('button', { name: 'Revoke token' }).press('Enter');
     await expect.poll(() => row(page(), 'pasted in a ticket').count()).toBe(0);
+    // The row and its button are gone: the keyboard stays in the panel, the revocation said.
+    await expect
+      .poll(() => panel(page()).getByRole('status').innerText())
+      .toBe('Revoked pasted in a ticket: it enrolls nothing from now on.');
+    expect(
+      await panel(page())
+        .getByLabel('Show')
+        .evaluate((el) => el === el.ownerDocument.activeElement),
+    ).toBe(true);
     const refused = await enroll(leaked.token, 'intruder');
     expect(refused.status).toBe(401);
     await panel(page()).getByLabel('Show').selectOption('revoked');

@@ -1,6 +1,6 @@
 import { shortId } from '@drover/shared/short-id';
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { agentNamesQuery } from '../api/agent-pages';
 import { api, apiPath } from '../api/client';
@@ -52,6 +52,8 @@ const labelOf = (t: EnrollmentToken) => t.name ?? `unlabelled ${shortId(t.id)}`;
  */
 export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | undefined }) {
   const [filter, setFilter] = useState<EnrollmentTokenFilter>('open');
+  const [revoked, setRevoked] = useState<string | null>(null);
+  const show = useRef<HTMLSelectElement>(null);
   const tokens = useInfiniteQuery(enrollmentTokenPagesQuery(orgId, filter));
   const session = useQuery(sessionQuery);
   const list = tokens.data?.pages.flatMap((p) => p.items) ?? [];
@@ -74,7 +76,14 @@ export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | und
       <div className="inline-form">
         <label>
           Show
-          <select value={filter} onChange={(e) => setFilter(e.target.value as EnrollmentTokenFilter)}>
+          <select
+            ref={show}
+            value={filter}
+            onChange={(e) => {
+              setFilter(e.target.value as EnrollmentTokenFilter);
+              setRevoked(null);
+            }}
+          >
             {FILTERS.map((f) => (
               <option key={f.value} value={f.value}>
                 {f.label}
@@ -83,6 +92,9 @@ export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | und
           </select>
         </label>
       </div>
+      <p role="status" className="saved">
+        {revoked === null ? '' : `Revoked ${revoked}: it enrolls nothing from now on.`}
+      </p>
       <ErrorMessage error={tokens.error} />
       {tokens.data && list.length === 0 && <p>{NONE_WORDS[filter]}</p>}
       {list.length > 0 && (
@@ -114,7 +126,19 @@ export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | und
                     <StateWords token={t} orgId={orgId} agentName={agentNames.data?.get(t.usedByAgentId ?? '')} />
                   </span>
                 </td>
-                <td>{mayRevoke(t) && <RevokeEnrollmentToken orgId={orgId} token={t} />}</td>
+                <td>
+                  {mayRevoke(t) && (
+                    <RevokeEnrollmentToken
+                      orgId={orgId}
+                      token={t}
+                      onRevoked={(label) => {
+                        // Its row (open ones shown) or its button goes: the keyboard stays in the panel.
+                        show.current?.focus();
+                        setRevoked(label);
+                      }}
+                    />
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -149,7 +173,8 @@ function StateWords({ token: t, orgId, agentName }: { token: EnrollmentToken; or
   }
 }
 
-function RevokeEnrollmentToken({ orgId, token }: { orgId: string; token: EnrollmentToken }) {
+function RevokeEnrollmentToken(props: { orgId: string; token: EnrollmentToken; onRevoked: (label: string) => void }) {
+  const { orgId, token } = props;
   const [confirming, setConfirming] = useState(false);
   const opener = useReturnFocus(confirming);
   const queryClient = useQueryClient();
@@ -157,6 +182,7 @@ function RevokeEnrollmentToken({ orgId, token }: { orgId: string; token: Enrollm
   const revoke = useMutation({
     mutationFn: () => api<EnrollmentToken>('DELETE', apiPath`/orgs/${orgId}/enrollment-tokens/${token.id}`),
     onSuccess: () => {
+      props.onRevoked(label);
       setConfirming(false);
       void queryClient.invalidateQueries({ queryKey: enrollmentTokensKey(orgId) });
     },
