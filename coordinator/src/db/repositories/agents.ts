@@ -6,7 +6,7 @@ import type {
   EnrollmentTokenRefusal,
   EnrollOutcome,
 } from '../../domain/model/agents.js';
-import { mergeLabels } from '@drover/shared';
+import { mergeLabels, type Role } from '@drover/shared';
 import { command, lock, one, query, run, type Database, type Flow } from '../sql/index.js';
 
 interface AgentRow {
@@ -65,12 +65,14 @@ const TOKEN = query<
     used_at: string | null;
     revoked_at: string | null;
     issuer_left: number | boolean;
+    issuer_role: Role | null;
   },
   [string]
 >(
   (d) => `SELECT t.id, t.org_id, t.expires_at, t.used_at, t.revoked_at,
      (t.created_by IS NOT NULL AND NOT EXISTS (
-       SELECT 1 FROM memberships m WHERE m.org_id = t.org_id AND m.user_id = t.created_by)) AS issuer_left
+       SELECT 1 FROM memberships m WHERE m.org_id = t.org_id AND m.user_id = t.created_by)) AS issuer_left,
+     (SELECT m.role FROM memberships m WHERE m.org_id = t.org_id AND m.user_id = t.created_by) AS issuer_role
    FROM enrollment_tokens t WHERE t.token_hash = ? ${d.forUpdate}`,
 );
 const SPEND_TOKEN = command<[string, string, string]>(
@@ -165,6 +167,7 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
                 expiresAt: token.expires_at,
                 revokedAt: token.revoked_at,
                 issuerLeft: Boolean(token.issuer_left),
+                issuerRole: token.issuer_role,
               }
             : null,
           at,

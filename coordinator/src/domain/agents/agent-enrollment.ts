@@ -9,6 +9,7 @@ import { AttemptThrottle, tooManyAttempts, type ThrottlePolicy } from '../auth/a
 import { clientKey } from '../auth/client-key.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { cleanName, hiddenCharacterProblem } from '../names.js';
+import { can } from '../orgs/permissions.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import type { DeviceGroups } from './agent-labels.js';
 
@@ -18,11 +19,13 @@ const REFUSALS = {
   revoked: 'The enrollment token was revoked',
   expired: 'The enrollment token has expired',
   issuer_left: 'The enrollment token was made by someone who is no longer a member of the organization',
+  issuer_role: 'The enrollment token was made by someone whose role can no longer enroll agents',
 } as const;
 
 /**
  * Why a single-use token cannot be spent at `at`: unknown, already spent, revoked, expired, or
- * made by a member who has left (as their API tokens, it ends with their membership); null: it can.
+ * made by a member who has left or whose role may no longer enroll agents (as their API tokens, it
+ * can do no more than its maker's role now); null: it can.
  */
 export function enrollmentTokenRefusal(token: StoredEnrollmentToken, at: string): EnrollRefusal | null {
   if (!token) return 'unknown';
@@ -30,6 +33,7 @@ export function enrollmentTokenRefusal(token: StoredEnrollmentToken, at: string)
   if (token.revokedAt !== null) return 'revoked';
   if (token.expiresAt <= at) return 'expired';
   if (token.issuerLeft) return 'issuer_left';
+  if (token.issuerRole !== null && !can(token.issuerRole, 'agents.enroll')) return 'issuer_role';
   return null;
 }
 

@@ -1,3 +1,5 @@
+import type { Role } from '@drover/shared';
+
 export const AGENT_STATUSES = ['connected', 'disconnected', 'pending', 'revoked'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
@@ -46,9 +48,10 @@ export interface NewAgent {
 
 /**
  * Why an enrollment token was refused: none has this hash, it was spent, an operator revoked it,
- * it expired, or (`issuer_left`) the member who made it has left its organization (or was removed).
+ * it expired, or (`issuer_left`) the member who made it has left its organization (or was removed),
+ * or (`issuer_role`) their role there may no longer enroll agents (a viewer now).
  */
-export type EnrollRefusal = 'unknown' | 'used' | 'revoked' | 'expired' | 'issuer_left';
+export type EnrollRefusal = 'unknown' | 'used' | 'revoked' | 'expired' | 'issuer_left' | 'issuer_role';
 
 /**
  * `key_in_use`: the public key is already that of an agent (of any organization, revoked ones
@@ -63,6 +66,8 @@ export type StoredEnrollmentToken = {
   expiresAt: string;
   revokedAt: string | null;
   issuerLeft: boolean;
+  /** The maker's role in the organization now (null: not a member, or their account is gone). */
+  issuerRole: Role | null;
 } | null;
 
 /** Why a token cannot be spent at `at`, or null (domain/agents/agent-enrollment.ts); run inside the enrollment. */

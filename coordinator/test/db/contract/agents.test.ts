@@ -119,6 +119,35 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect((await t.repos.agents.enroll(left, agent(), AT)).ok).toBe(true);
   });
 
+  it('refuses a token whose maker is now a viewer, who may not enroll agents, without spending it', async () => {
+    const ownerId = newId();
+    await t.repos.users.insert({ id: ownerId, email: `${ownerId}@example.test`, passwordHash: 'x', createdAt: AT });
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, ownerId);
+    const makerId = newId();
+    await t.repos.users.insert({ id: makerId, email: `${makerId}@example.test`, passwordHash: 'x', createdAt: AT });
+    await t.repos.orgs.addMember(orgId, makerId, 'member', AT);
+    const tokenHash = newId();
+    await t.repos.enrollmentTokens.insert(
+      {
+        id: newId(),
+        orgId,
+        name: null,
+        expiresAt: later(3_600_000),
+        usedAt: null,
+        usedByAgentId: null,
+        createdBy: makerId,
+        createdAt: AT,
+      },
+      tokenHash,
+    );
+    await t.repos.orgs.setRole(orgId, makerId, 'viewer');
+    expect(await t.repos.agents.enroll(tokenHash, agent(), AT)).toEqual({ ok: false, reason: 'issuer_role' });
+    // A member again, their token works, as their API tokens do.
+    await t.repos.orgs.setRole(orgId, makerId, 'member');
+    expect((await t.repos.agents.enroll(tokenHash, agent(), AT)).ok).toBe(true);
+  });
+
   it('lists the most recently registered first, and finds agents only in their organization', async () => {
     const orgId = await org();
     const ids: string[] = [];
