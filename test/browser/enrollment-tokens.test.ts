@@ -110,6 +110,27 @@ describe.skipIf(!CHROMIUM)('enrollment tokens on the Agents page', () => {
     await page().waitForURL(`**/orgs/${t.orgId}/agents/${enrolled.body.agentId}`);
   });
 
+  it('says so when the token enrolled a machine since the page read it, and shows it used', async () => {
+    const spent = await issue(t.owner, 'spent meanwhile');
+    await page().goto(`/orgs/${t.orgId}/agents`);
+    await row(page(), 'spent meanwhile').getByRole('button', { name: 'Revoke spent meanwhile' }).click();
+    expect((await enroll(spent.token, 'kiosk-18')).status).toBe(201);
+    await page()
+      .getByRole('group', { name: 'Revoke spent meanwhile' })
+      .getByRole('button', { name: 'Revoke token' })
+      .press('Enter');
+    await expect
+      .poll(() => panel(page()).getByRole('status').innerText())
+      .toBe('Not revoked: spent meanwhile was already used to enroll an agent: revoke that agent instead.');
+    // The list read anew: the token is no longer open, the keyboard is back on Show.
+    await expect.poll(() => row(page(), 'spent meanwhile').count()).toBe(0);
+    expect(
+      await panel(page())
+        .getByLabel('Show')
+        .evaluate((el) => el === el.ownerDocument.activeElement),
+    ).toBe(true);
+  });
+
   it('lets a member revoke only their own tokens', async () => {
     await issue(memberClient, 'my laptop');
     await issue(t.owner, 'owners only');

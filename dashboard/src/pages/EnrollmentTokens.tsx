@@ -3,7 +3,7 @@ import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-quer
 import { useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { agentNamesQuery } from '../api/agent-pages';
-import { api, apiPath } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import {
   enrollmentTokenPagesQuery,
   enrollmentTokensKey,
@@ -52,7 +52,7 @@ const labelOf = (t: EnrollmentToken) => t.name ?? `unlabelled ${shortId(t.id)}`;
  */
 export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | undefined }) {
   const [filter, setFilter] = useState<EnrollmentTokenFilter>('open');
-  const [revoked, setRevoked] = useState<string | null>(null);
+  const [said, setSaid] = useState<string | null>(null);
   const show = useRef<HTMLSelectElement>(null);
   const tokens = useInfiniteQuery(enrollmentTokenPagesQuery(orgId, filter));
   const session = useQuery(sessionQuery);
@@ -81,7 +81,7 @@ export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | und
             value={filter}
             onChange={(e) => {
               setFilter(e.target.value as EnrollmentTokenFilter);
-              setRevoked(null);
+              setSaid(null);
             }}
           >
             {FILTERS.map((f) => (
@@ -93,7 +93,7 @@ export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | und
         </label>
       </div>
       <p role="status" className="saved">
-        {revoked === null ? '' : `Revoked ${revoked}: it enrolls nothing from now on.`}
+        {said ?? ''}
       </p>
       <ErrorMessage error={tokens.error} />
       {tokens.data && list.length === 0 && <p>{NONE_WORDS[filter]}</p>}
@@ -131,10 +131,10 @@ export function EnrollmentTokens({ orgId, org }: { orgId: string; org: Org | und
                     <RevokeEnrollmentToken
                       orgId={orgId}
                       token={t}
-                      onRevoked={(label) => {
+                      onDone={(words) => {
                         // Its row (open ones shown) or its button goes: the keyboard stays in the panel.
                         show.current?.focus();
-                        setRevoked(label);
+                        setSaid(words);
                       }}
                     />
                   )}
@@ -173,7 +173,11 @@ function StateWords({ token: t, orgId, agentName }: { token: EnrollmentToken; or
   }
 }
 
-function RevokeEnrollmentToken(props: { orgId: string; token: EnrollmentToken; onRevoked: (label: string) => void }) {
+/**
+ * Revoke, after asking; `onDone` says how it ended: revoked, or (409) spent since the list was
+ * read, which is then read anew (the token is no longer open, and its button goes).
+ */
+function RevokeEnrollmentToken(props: { orgId: string; token: EnrollmentToken; onDone: (words: string) => void }) {
   const { orgId, token } = props;
   const [confirming, setConfirming] = useState(false);
   const opener = useReturnFocus(confirming);
@@ -182,7 +186,13 @@ function RevokeEnrollmentToken(props: { orgId: string; token: EnrollmentToken; o
   const revoke = useMutation({
     mutationFn: () => api<EnrollmentToken>('DELETE', apiPath`/orgs/${orgId}/enrollment-tokens/${token.id}`),
     onSuccess: () => {
-      props.onRevoked(label);
+      props.onDone(`Revoked ${label}: it enrolls nothing from now on.`);
+      setConfirming(false);
+      void queryClient.invalidateQueries({ queryKey: enrollmentTokensKey(orgId) });
+    },
+    onError: (error) => {
+      if (!(error instanceof ApiError && error.statusCode === 409)) return;
+      props.onDone(`Not revoked: ${label} was already used to enroll an agent: revoke that agent instead.`);
       setConfirming(false);
       void queryClient.invalidateQueries({ queryKey: enrollmentTokensKey(orgId) });
     },
