@@ -55,7 +55,8 @@ const toAgent = (r: AgentRow): Agent => {
 
 /**
  * An enrollment token, its row locked on PostgreSQL: two agents racing with it on two coordinators
- * take turns. `issuer_left`: the member who made it is no longer a member of its organization.
+ * take turns. `issuer_left`: the member who made it is no longer a member of its organization;
+ * `issuer_role`: their role there now (null when they are not a member).
  */
 const TOKEN = query<
   {
