@@ -28,6 +28,7 @@ export const ID_KINDS = [
   'workflow',
   'trigger',
   'token',
+  'enrollmentToken',
   'binding',
   'app',
   'release',
@@ -218,6 +219,13 @@ async function populate(t: TestCoordinator): Promise<Omit<FuzzFixture, 'provider
     ),
   );
 
+  // Ids for the calls that take one (a revocation): tokens apart from those enrollments spend.
+  const revocableTokens = await Promise.all(
+    [1, 2].map(
+      async () => expect2xx(await owner.post(`/orgs/${orgId}/enrollment-tokens`, { body: {} }), 'enroll').id as string,
+    ),
+  );
+
   const deviceSignIns = await Promise.all(
     [1, 2, 3].map(
       async () =>
@@ -235,6 +243,7 @@ async function populate(t: TestCoordinator): Promise<Omit<FuzzFixture, 'provider
     workflow: workflows.map((w) => w.id),
     trigger: triggers,
     token: [issued.id, spareToken.id],
+    enrollmentToken: revocableTokens,
     binding: [defaultBinding, spareBinding],
     app: [app.id],
     release: [published.id, draft.id, staged.id],

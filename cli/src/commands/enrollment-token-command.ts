@@ -120,7 +120,7 @@ function configureList(group: Command, rt: Runtime): void {
 
 /**
  * `drover enrollment-token revoke <token-id>`: an unspent token enrolls nothing from then on
- * (`DELETE /orgs/:orgId/enrollment-tokens/:tokenId`); the coordinator's refusals (409 once it
+ * (`DELETE /orgs/:orgId/enrollment-tokens/:enrollmentTokenId`); the coordinator's refusals (409 once it
  * enrolled an agent, 403 for another member's, 404) are its own words, exit 2.
  */
 function configureRevoke(group: Command, rt: Runtime): void {

@@ -992,7 +992,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/v1/orgs/{orgId}/enrollment-tokens/{tokenId}': {
+  '/v1/orgs/{orgId}/enrollment-tokens/{enrollmentTokenId}': {
     parameters: {
       query?: never;
       header?: never;
@@ -7758,7 +7758,7 @@ export interface operations {
       header?: never;
       path: {
         orgId: string;
-        tokenId: string;
+        enrollmentTokenId: string;
       };
       cookie?: never;
     };

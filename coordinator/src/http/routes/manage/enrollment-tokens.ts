@@ -69,7 +69,7 @@ const EnrollmentTokenSchema = named('EnrollmentToken', {
 /** The API's view of a token: the list's cursor key is the header's, not a field. */
 const toView = ({ listKey: _key, orgId: _org, ...view }: EnrollmentTokenView) => view;
 
-const tokenParams = idParams('orgId', 'tokenId');
+const tokenParams = idParams('orgId', 'enrollmentTokenId');
 
 /**
  * Enrollment tokens: any member but a viewer may issue one (members may add agents), everyone
@@ -165,8 +165,8 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
     },
   );
 
-  app.delete<{ Params: { orgId: string; tokenId: string } }>(
-    '/orgs/:orgId/enrollment-tokens/:tokenId',
+  app.delete<{ Params: { orgId: string; enrollmentTokenId: string } }>(
+    '/orgs/:orgId/enrollment-tokens/:enrollmentTokenId',
     {
       config: { action: 'agents.enroll' },
       schema: {
@@ -181,7 +181,7 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
     },
     async (request) => {
       const actor = await requireOrgRole(request, request.params.orgId);
-      return toView(await enrollmentTokens.revoke(actor, request.params.tokenId));
+      return toView(await enrollmentTokens.revoke(actor, request.params.enrollmentTokenId));
     },
   );
 }
