@@ -175,9 +175,10 @@ describe('drover agent show, rename and revoke', () => {
       stdout: `Revoked the agent till-07-berlin (${till.agentId}): the machine must enroll again, with a new enrollment token, to run jobs\n`,
     });
     expect((await till.request('GET', '/v1/agent/me')).status).toBe(401);
+    // Revoking it again by name (a script run twice) says the name is a revoked agent's.
     expect(await run(['agent', 'revoke', 'till-07-berlin'])).toMatchObject({
       code: 2,
-      stderr: 'drover: no agent `till-07-berlin` in the organization\n',
+      stderr: `drover: no agent \`till-07-berlin\` in the organization but a revoked one (${till.agentId}): a revoked agent is named by its id\n`,
     });
     const byId = await run(['agent', 'show', till.agentId, '--json']);
     expect(JSON.parse(byId.stdout)).toMatchObject({ status: 'revoked' });

@@ -61,12 +61,17 @@ async function agentByName(caller: SessionCaller, value: string): Promise<Schema
         ? caller.api.get<Schema<'Agent'>[]>(path)
         : Promise.reject(error),
     );
-  return pick(
-    agents.filter((a) => a.status !== 'revoked'),
-    value,
-    'agent',
-    (a) => a.name,
-  );
+  const live = agents.filter((a) => a.status !== 'revoked');
+  const revoked = agents.filter((a) => a.status === 'revoked' && a.name === value);
+  if (revoked.length > 0 && !live.some((a) => a.name === value)) {
+    // Only revoked agents bear the name: say so, rather than that the organization has none.
+    const ids = revoked.map((a) => a.id);
+    throw new CliError(
+      `no agent \`${value}\` in the organization but ${ids.length === 1 ? 'a revoked one' : `${ids.length} revoked ones`} ` +
+        `(${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''}): a revoked agent is named by its id`,
+    );
+  }
+  return pick(live, value, 'agent', (a) => a.name);
 }
 
 /** A storage binding of the organization, by id or name. */
