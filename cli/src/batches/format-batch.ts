@@ -14,7 +14,7 @@ import {
 import { shortId } from '@drover/shared';
 
 /**
- * How each job's agent is named in a table: its name, with the start of its id when two jobs'
+ * How each job's agent is named in a table: its name, with the end of its id when two jobs'
  * agents share the name; its id when the agent has no name any more; `-` for none.
  */
 function agentNames(jobs: readonly Pick<BatchJobResult, 'agentId' | 'agentName'>[]): string[] {
