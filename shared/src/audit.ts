@@ -63,3 +63,29 @@ export const AUDIT_ACTIONS = [
   'chat_integration.disconnect',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/**
+ * Every kind of target an audit entry names (`targetType`), each written only through this list
+ * (the coordinator's `AuditEntryInput` takes nothing else), so that `drover audit --target-type`
+ * refuses one no entry can have rather than list nothing.
+ */
+export const AUDIT_TARGET_TYPES = [
+  'address',
+  'agent',
+  'api_token',
+  'application',
+  'batch',
+  'chat_integration',
+  'device_binding',
+  'enrollment_token',
+  'file',
+  'invitation',
+  'job',
+  'org',
+  'release',
+  'storage_binding',
+  'trigger',
+  'user',
+  'workflow',
+] as const;
+export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];

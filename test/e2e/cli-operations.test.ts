@@ -87,6 +87,13 @@ describe('drover audit', () => {
       code: 2,
       stderr: 'drover: --actor-type: expected one of user, api_token, agent, system, got `robot`\n',
     });
+    // A target type no entry has (a typo) would list nothing, silently, in an export for a SIEM.
+    expect(await run(['audit', '--target-type', 'agnt'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(
+        '--target-type: no target type `agnt` is recorded (did you mean agent?)',
+      ) as unknown,
+    });
     expect(await run(['audit', '--actor', 'ci-audit'])).toMatchObject({
       code: 2,
       stderr: expect.stringContaining('--actor: expected an id') as unknown,

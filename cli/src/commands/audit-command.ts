@@ -1,6 +1,13 @@
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, nearestName, shortId, type ActorType } from '@drover/shared';
+import {
+  AUDIT_ACTIONS,
+  AUDIT_ACTOR_TYPES,
+  AUDIT_TARGET_TYPES,
+  nearestName,
+  shortId,
+  type ActorType,
+} from '@drover/shared';
 import { agentNamerFor } from '../agent-names.js';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
@@ -47,7 +54,10 @@ export function configureAuditCommand(program: Command, rt: Runtime): void {
       '--actor <who>',
       "only entries by this actor: an id, a member's email, or with --actor-type agent or api_token its name",
     )
-    .option('--target-type <type>', 'only entries about this kind of target (agent, trigger, api_token, user, ...)')
+    .option(
+      '--target-type <type>',
+      'only entries about this kind of target (agent, trigger, api_token, user, enrollment_token, ...)',
+    )
     .option('--target <id>', 'only entries about the target of this id')
     .option('--since <when>', 'only entries at or after this time: 2026-11-30T08:00:00Z, or a duration ago (24h, 7d)')
     .option('--until <when>', 'only entries before this time (same forms as --since)')
@@ -62,6 +72,7 @@ export function configureAuditCommand(program: Command, rt: Runtime): void {
       }
       const action = checkAction(flags.action);
       const actorType = checkActorType(flags.actorType);
+      checkTargetType(flags.targetType);
       const now = Date.now();
       const createdAfter = flags.since === undefined ? undefined : parseMoment(flags.since, '--since', now);
       const createdBefore = flags.until === undefined ? undefined : parseMoment(flags.until, '--until', now);
@@ -120,6 +131,16 @@ function checkAction(action: string | undefined): string | undefined {
   throw new CliError(
     `--action: no action \`${action}\` is recorded${near ? ` (did you mean ${near}?)` : ''}; ` +
       'docs/management.md, "Audit log", lists them',
+  );
+}
+
+/** A target type no entry can have (a typo) is refused, as an action is: it would list nothing. */
+function checkTargetType(type: string | undefined): void {
+  if (type === undefined || (AUDIT_TARGET_TYPES as readonly string[]).includes(type)) return;
+  const near = nearestName(type, AUDIT_TARGET_TYPES);
+  throw new CliError(
+    `--target-type: no target type \`${type}\` is recorded${near ? ` (did you mean ${near}?)` : ''}; ` +
+      `expected one of ${AUDIT_TARGET_TYPES.join(', ')}`,
   );
 }
 

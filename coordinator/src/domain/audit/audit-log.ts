@@ -1,4 +1,4 @@
-import type { AuditAction, AuditEntryInput, AuditRepository } from '../model/audit.js';
+import type { AuditAction, AuditEntryInput, AuditRepository, AuditTargetType } from '../model/audit.js';
 import type { Clock } from '../../util/clock.js';
 
 export type AuditRecord = Omit<AuditEntryInput, 'createdAt'>;
@@ -89,7 +89,7 @@ export interface UserActor {
 export function userAction(
   actor: UserActor,
   action: AuditAction,
-  targetType: string,
+  targetType: AuditTargetType,
   targetId: string,
   metadata: Record<string, unknown>,
 ): AuditRecord {

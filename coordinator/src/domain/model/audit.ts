@@ -1,13 +1,20 @@
-import type { ActorType, AuditAction } from '@drover/shared';
+import type { ActorType, AuditAction, AuditTargetType } from '@drover/shared';
 
-export { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, type ActorType, type AuditAction } from '@drover/shared';
+export {
+  AUDIT_ACTIONS,
+  AUDIT_ACTOR_TYPES,
+  AUDIT_TARGET_TYPES,
+  type ActorType,
+  type AuditAction,
+  type AuditTargetType,
+} from '@drover/shared';
 
 export interface AuditEntryInput {
   orgId: string | null;
   actorType: ActorType;
   actorId: string | null;
   action: AuditAction;
-  targetType?: string | null;
+  targetType?: AuditTargetType | null;
   targetId?: string | null;
   metadata?: Record<string, unknown>;
   createdAt: string;

@@ -522,7 +522,7 @@ describe.each(DATABASES)('audit log (%s)', (kind) => {
       actorType: 'user' as const,
       actorId: 'u1',
       action: i % 2 ? ('trigger.run' as const) : ('api_token.issue' as const),
-      targetType: 'trigger',
+      targetType: 'trigger' as const,
       targetId: `t${i % 3}`,
       metadata: { i },
       createdAt: later(i * 1000),
