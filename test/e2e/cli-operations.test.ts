@@ -286,6 +286,16 @@ describe('drover workflow limits', () => {
       code: 2,
       stderr: 'drover: edge-01 reports no workflow `nope` (drover workflows --agent edge-01 lists them)\n',
     });
+    // An id of no agent (a typo) is the API's 404, not an agent that reports nothing.
+    const unknown = '0190f3c2-0000-4000-8000-000000000000';
+    expect(await run(['workflow', 'limits', unknown, 'nightly'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: Agent not found\n',
+    });
+    expect(await run(['workflows', '--agent', unknown])).toMatchObject({
+      code: 2,
+      stderr: 'drover: Agent not found\n',
+    });
   });
 });
 

@@ -5,7 +5,7 @@ import { CliError } from '../errors.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import type { Runtime } from '../runtime.js';
-import { agentId } from '../session/lookups.js';
+import { agentId, findAgent, isUuid } from '../session/lookups.js';
 import { shellWord } from '../output/next-page.js';
 import { loadSettings } from '../settings.js';
 
@@ -49,6 +49,7 @@ export function configureWorkflowCommand(program: Command, rt: Runtime): void {
       const workflows = await caller.api.get<Workflow[]>(`${orgPath}/workflows`, { agentId: id });
       let workflow = workflows.find((w) => w.name === name);
       if (!workflow) {
+        if (isUuid(agent)) await findAgent(caller, agent); // an id of no agent: the API's 404
         throw new CliError(
           `${agent} reports no workflow \`${name}\` (drover workflows --agent ${shellWord(agent)} lists them)`,
         );

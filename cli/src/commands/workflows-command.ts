@@ -5,7 +5,7 @@ import { anyCaller } from '../callers.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import type { Runtime } from '../runtime.js';
-import { agentId, pick } from '../session/lookups.js';
+import { agentId, findAgent, isUuid, pick } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 /** A workflow as `GET /v1/workflows` (an API token) answers it; the organization's list has these fields too. */
@@ -32,6 +32,8 @@ export function configureWorkflowsCommand(program: Command, rt: Runtime): void {
       } else {
         const agent = flags.agent === undefined ? undefined : await agentId(caller, flags.agent);
         workflows = await caller.api.get<Workflow[]>(`/orgs/${await caller.orgId()}/workflows`, { agentId: agent });
+        // An id of no agent (a typo) lists nothing: the API's 404 says so, not "no workflows".
+        if (workflows.length === 0 && agent !== undefined && isUuid(flags.agent!)) await findAgent(caller, agent);
       }
       if (flags.json) return printJson(rt, workflows);
       if (workflows.length === 0)
