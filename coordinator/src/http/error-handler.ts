@@ -58,6 +58,17 @@ export function validationDetails(issues: readonly AjvIssue[], context: string):
           return { path: base, message: `must be at least ${String(issue.params.limit)}` };
         case 'maximum':
           return { path: base, message: `must be at most ${String(issue.params.limit)}` };
+        case 'minProperties': {
+          const limit = Number(issue.params.limit);
+          return {
+            path: base,
+            message: limit === 1 ? 'must have at least one field' : `must have at least ${limit} fields`,
+          };
+        }
+        case 'maxProperties': {
+          const limit = Number(issue.params.limit);
+          return { path: base, message: limit === 0 ? 'must be empty' : `must have at most ${limit} fields` };
+        }
         case 'enum':
           return {
             path: base,

@@ -56,4 +56,20 @@ describe('validation messages', () => {
       { path: 'body.version', message: 'must be at most 168' },
     ]);
   });
+
+  it('say that a body must name a field, and how many fields an object takes, in words', () => {
+    // PATCH /orgs/:orgId/workflows/:workflowId with {}: ajv said "must NOT have fewer than 1 properties".
+    expect(validationDetails([{ keyword: 'minProperties', instancePath: '', params: { limit: 1 } }], 'body')).toEqual([
+      { path: 'body', message: 'must have at least one field' },
+    ]);
+    expect(validationDetails([issue('minProperties', { limit: 2 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must have at least 2 fields' },
+    ]);
+    expect(validationDetails([issue('maxProperties', { limit: 256 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must have at most 256 fields' },
+    ]);
+    expect(validationDetails([issue('maxProperties', { limit: 0 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be empty' },
+    ]);
+  });
 });
