@@ -69,6 +69,12 @@ export function validationDetails(issues: readonly AjvIssue[], context: string):
           const limit = Number(issue.params.limit);
           return { path: base, message: limit === 0 ? 'must be empty' : `must have at most ${limit} fields` };
         }
+        case 'minItems': {
+          const limit = Number(issue.params.limit);
+          return { path: base, message: limit === 1 ? 'must not be empty' : `must have at least ${limit} items` };
+        }
+        case 'maxItems':
+          return { path: base, message: `must have at most ${String(issue.params.limit)} items` };
         case 'enum':
           return {
             path: base,

@@ -72,4 +72,17 @@ describe('validation messages', () => {
       { path: 'body.version', message: 'must be empty' },
     ]);
   });
+
+  it('say how many items a list takes, in words', () => {
+    // GET /orgs/:orgId/agents with 201 ids: ajv said "must NOT have more than 200 items".
+    expect(validationDetails([issue('maxItems', { limit: 200 })], 'querystring')).toEqual([
+      { path: 'querystring.version', message: 'must have at most 200 items' },
+    ]);
+    expect(validationDetails([issue('minItems', { limit: 1 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must not be empty' },
+    ]);
+    expect(validationDetails([issue('minItems', { limit: 2 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must have at least 2 items' },
+    ]);
+  });
 });
