@@ -69,6 +69,14 @@ export function validationDetails(issues: readonly AjvIssue[], context: string):
           const limit = Number(issue.params.limit);
           return { path: base, message: limit === 0 ? 'must be empty' : `must have at most ${limit} fields` };
         }
+        case 'format':
+          return issue.params.format === 'date-time'
+            ? {
+                path: base,
+                message:
+                  'must be a date and time with its offset, such as 2026-11-25T10:00:00Z or 2026-11-25T11:00:00+01:00',
+              }
+            : { path: base, message: issue.message ?? 'is invalid' };
         case 'minItems': {
           const limit = Number(issue.params.limit);
           return { path: base, message: limit === 1 ? 'must not be empty' : `must have at least ${limit} items` };

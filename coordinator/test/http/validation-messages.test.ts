@@ -73,6 +73,21 @@ describe('validation messages', () => {
     ]);
   });
 
+  it('say what a date-time looks like', () => {
+    // GET /orgs/:orgId/audit?createdAfter=yesterday: ajv said must match format "date-time".
+    expect(
+      validationDetails([issue('format', { format: 'date-time' }, 'must match format "date-time"')], 'querystring'),
+    ).toEqual([
+      {
+        path: 'querystring.version',
+        message: 'must be a date and time with its offset, such as 2026-11-25T10:00:00Z or 2026-11-25T11:00:00+01:00',
+      },
+    ]);
+    expect(validationDetails([issue('format', { format: 'der' }, 'must match format "der"')], 'body')).toEqual([
+      { path: 'body.version', message: 'must match format "der"' },
+    ]);
+  });
+
   it('say how many items a list takes, in words', () => {
     // GET /orgs/:orgId/agents with 201 ids: ajv said "must NOT have more than 200 items".
     expect(validationDetails([issue('maxItems', { limit: 200 })], 'querystring')).toEqual([
