@@ -20,8 +20,9 @@ import { createApp, createRelease, publishRelease, uploadArtifact } from '../hel
 import { defaultBindingId, storageClient } from '../helpers/storage.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 import { AUDIT_ACTIONS } from '../../coordinator/src/domain/model/audit.js';
+import { AUDIT_TARGET_TYPES } from '@drover/shared';
 import { newTimeOrderedId } from '../../coordinator/src/util/ids.js';
-import { AUDIT_ACTIONS as ACTION_WORDS } from '../../dashboard/src/api/audit-words.js';
+import { AUDIT_ACTIONS as ACTION_WORDS, TARGET_TYPES as TARGET_WORDS } from '../../dashboard/src/api/audit-words.js';
 
 /**
  * The Audit log page in a real Chromium against a real coordinator: entries in plain words with
@@ -240,6 +241,10 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
 describe('the words of the Audit log page', () => {
   it('say every action the coordinator records, all offered by its action filter', () => {
     expect(Object.keys(ACTION_WORDS).sort()).toEqual([...AUDIT_ACTIONS].sort());
+  });
+
+  it('say every kind of target an entry can name', () => {
+    expect(Object.keys(TARGET_WORDS).sort()).toEqual([...AUDIT_TARGET_TYPES].sort());
   });
 
   it('match the actions docs/management.md lists', () => {
