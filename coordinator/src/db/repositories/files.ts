@@ -162,6 +162,10 @@ const DUE = query<FileRow, { now: string; abandonedBefore: string; limit: number
      UNION SELECT id FROM files WHERE status = 'pending' AND upload_expires_at <= @abandonedBefore
      UNION SELECT id FROM files WHERE status IN ('deleting', 'delete_failed') AND next_delete_at <= @now
    ) AND NOT ${IN_USE}
+   -- Again on the row itself: PostgreSQL rechecks a row another sweeper claimed and committed
+   -- meanwhile against the outer conditions only (not the id list read before), and skips it.
+   AND ((f.status = 'active' AND f.expires_at <= @now) OR (f.status = 'pending' AND f.upload_expires_at <= @abandonedBefore)
+     OR (f.status IN ('deleting', 'delete_failed') AND f.next_delete_at <= @now))
    LIMIT @limit ${d.forUpdateSkipLocked}`,
 );
 const MARK_DELETED = command<[string, string]>(
