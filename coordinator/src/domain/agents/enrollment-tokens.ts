@@ -109,8 +109,8 @@ export class EnrollmentTokenService {
         userAction(actor, 'enrollment_token.revoke', 'enrollment_token', tokenId, { name: result.token.name }),
       );
     }
-    const after = await repo.findInOrg(actor.orgId, tokenId);
-    if (!after) throw notFound('Enrollment token');
+    // The token as the revocation left it, with what the list adds (its maker's email, its place).
+    const after = { ...before, ...result.token };
     return { ...after, state: enrollmentTokenState(after, isoNow(clock)) };
   }
 }
