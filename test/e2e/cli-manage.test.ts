@@ -94,6 +94,19 @@ describe('drover management commands', () => {
     );
     const json = JSON.parse((await run(['trigger', 'list', '--json'])).stdout);
     expect(json).toEqual((await t.owner.get(`/orgs/${t.orgId}/triggers`)).body);
+    // Narrowed by the coordinator: by type and by a part of the name, in any case.
+    expect((await run(['trigger', 'list', '--type', 'webhook', '--name', 'DEP'])).stdout).toBe(table.stdout);
+    expect((await run(['trigger', 'list', '--type', 'cron'])).stdout).toBe('No triggers match.\n');
+    expect(await run(['trigger', 'list', '--type', 'crn'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --type: expected one of webhook, cron, slack, discord, got `crn` (did you mean cron?)\n',
+    });
+    // By its whole name only: a part of it names no trigger.
+    expect((await run(['trigger', 'show', 'deploy', '--json'])).stdout).toContain(`"id": "${id}"`);
+    expect(await run(['trigger', 'show', 'dep'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no trigger `dep` in the organization\n',
+    });
 
     const deleted = await run(['trigger', 'delete', id]);
     expect(deleted).toMatchObject({ code: 0, stdout: `Deleted the trigger deploy (${id})\n` });

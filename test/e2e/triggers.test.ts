@@ -279,7 +279,7 @@ describe('trigger management', () => {
     expect([413, 422]).toContain(huge.status);
     const text = await t.owner.post(path, { rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
     expect(text.status).toBe(422);
-    const query = await t.owner.get(`${path}?limit=5`);
+    const query = await t.owner.get(`${path}?limit=5&color=red`);
     expect(query.status).toBe(422);
   });
 
@@ -390,6 +390,77 @@ describe('trigger management', () => {
     }
     expect((await t.owner.get(path)).body.map((x: { id: string }) => x.id)).not.toContain(foreign.body.id);
     expect((await other.client.get(`/orgs/${other.orgId}/triggers/${foreign.body.id}`)).body.name).toBe('deploy');
+  });
+
+  it('lists triggers a page at a time, oldest first, narrowed by type, name and ids, with how many match', async () => {
+    const all = await t.owner.get(path);
+    expect(all.status, all.text).toBe(200);
+    const ids: string[] = all.body.map((tr: { id: string }) => tr.id);
+    expect(ids.length).toBeGreaterThan(4);
+    expect(all.headers.get('x-total-count')).toBe(String(ids.length));
+    expect(all.headers.get('x-next-cursor')).toBeNull();
+
+    // Pages of 2 walk the whole list once, in order, the count on every page.
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await t.owner.get(`${path}?${query}`);
+      expect(page.status, page.text).toBe(200);
+      expect(page.body.length).toBeLessThanOrEqual(2);
+      expect(page.headers.get('x-total-count')).toBe(String(ids.length));
+      walked.push(...page.body.map((tr: { id: string }) => tr.id));
+      cursor = page.headers.get('x-next-cursor');
+    } while (cursor !== null);
+    expect(walked).toEqual(ids);
+
+    // A page's triggers are the full views, the same as the whole list's.
+    const second = await t.owner.get(
+      `${path}?limit=1&cursor=${encodeURIComponent(
+        (await t.owner.get(`${path}?limit=1`)).headers.get('x-next-cursor')!,
+      )}`,
+    );
+    expect(second.body).toEqual([all.body[1]]);
+
+    const crons = await t.owner.get(`${path}?type=cron`);
+    expect(crons.body.length).toBeGreaterThan(0);
+    expect(crons.body.every((tr: { type: string }) => tr.type === 'cron')).toBe(true);
+    expect(crons.body.map((tr: { id: string }) => tr.id)).toEqual(
+      all.body.filter((tr: { type: string }) => tr.type === 'cron').map((tr: { id: string }) => tr.id),
+    );
+
+    const named = all.body[0] as { id: string; name: string };
+    const byName = await t.owner.get(`${path}?q=${encodeURIComponent(named.name.toUpperCase())}`);
+    expect(byName.body.map((tr: { id: string }) => tr.id)).toContain(named.id);
+    expect(byName.body.every((tr: { name: string }) => tr.name.toLowerCase().includes(named.name.toLowerCase()))).toBe(
+      true,
+    );
+
+    // By id: only those (an unknown id names nothing), in the list's order, whatever order asked.
+    const byIds = await t.owner.get(`${path}?id=${ids[2]}&id=${UNKNOWN_ID}&id=${ids[0]!.toUpperCase()}`);
+    expect(byIds.status, byIds.text).toBe(200);
+    expect(byIds.body.map((tr: { id: string }) => tr.id)).toEqual([ids[0], ids[2]]);
+    expect(byIds.headers.get('x-total-count')).toBe('2');
+    // Another organization's trigger is not named.
+    const foreign = await other.client.get(`/orgs/${other.orgId}/triggers?id=${ids[0]}`);
+    expect(foreign.status, foreign.text).toBe(200);
+    expect(foreign.body).toEqual([]);
+
+    for (const [query, field] of [
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['type=email', 'type'],
+      ['q=', 'q'],
+      ['cursor=nope', 'cursor'],
+      ['id=not-a-uuid', 'id'],
+      ['unknown=1', 'unknown'],
+    ] as const) {
+      const res = await t.owner.get(`${path}?${query}`);
+      expect(res.status, `${query}: ${res.text}`).toBe(422);
+      expect(JSON.stringify(res.body.details), query).toContain(field);
+    }
+    const tooMany = Array.from({ length: 201 }, () => `id=${UNKNOWN_ID}`).join('&');
+    expect((await t.owner.get(`${path}?${tooMany}`)).status).toBe(422);
   });
 
   it('answers 404 for an unknown trigger and for a malformed id', async () => {

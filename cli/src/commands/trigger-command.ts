@@ -1,5 +1,6 @@
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
+import { nearestName } from '@drover/shared';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { ApiError, CliError } from '../errors.js';
@@ -14,6 +15,11 @@ import { agentNamerFor, listAgents } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
 type Trigger = Schema<'Trigger'>;
+type TriggerType = Trigger['type'];
+
+const TRIGGER_TYPES: readonly TriggerType[] = ['webhook', 'cron', 'slack', 'discord'];
+/** The longest name a trigger may have (the coordinator's). */
+const MAX_NAME_LENGTH = 255;
 
 /** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
 const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
@@ -98,12 +104,19 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
   group
     .command('list')
     .description('the triggers, oldest first')
+    .option('--type <type>', `only the triggers of this type (${TRIGGER_TYPES.join(', ')})`)
+    .option('--name <text>', 'only the triggers whose name holds this text, in any case')
     .option('--json', "print the API's answer as JSON")
-    .action(async (flags: { json?: boolean }, command: Command) => {
+    .action(async (flags: { type?: string; name?: string; json?: boolean }, command: Command) => {
+      const type = checkType(flags.type);
+      if (flags.name !== undefined && (flags.name === '' || flags.name.length > MAX_NAME_LENGTH)) {
+        throw new CliError(`--name: expected 1 to ${MAX_NAME_LENGTH} characters of a trigger's name`);
+      }
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-      const triggers = await caller.api.get<Trigger[]>(`/orgs/${await caller.orgId()}/triggers`);
+      const query = { type, q: flags.name };
+      const triggers = await caller.api.get<Trigger[]>(`/orgs/${await caller.orgId()}/triggers`, query);
       if (flags.json) return printJson(rt, triggers);
-      if (triggers.length === 0) return rt.out('No triggers.\n');
+      if (triggers.length === 0) return rt.out(type || flags.name ? 'No triggers match.\n' : 'No triggers.\n');
       const agentName = await agentNamerFor(
         caller,
         triggers.flatMap((t) => (t.agentId === null ? [] : [t.agentId])),
@@ -187,7 +200,18 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
 async function findTrigger(caller: SessionCaller, value: string): Promise<Trigger> {
   const path = `/orgs/${await caller.orgId()}/triggers`;
   if (isUuid(value)) return caller.api.get<Trigger>(`${path}/${value}`);
-  return pick(await caller.api.get<Trigger[]>(path), value, 'trigger', (t) => t.name);
+  // Only those whose name holds it (a name is at most MAX_NAME_LENGTH long), not every trigger.
+  const named =
+    value === '' || value.length > MAX_NAME_LENGTH ? [] : await caller.api.get<Trigger[]>(path, { q: value });
+  return pick(named, value, 'trigger', (t) => t.name);
+}
+
+function checkType(type: string | undefined): TriggerType | undefined {
+  if (type === undefined || (TRIGGER_TYPES as readonly string[]).includes(type)) return type as TriggerType;
+  const near = nearestName(type, TRIGGER_TYPES);
+  throw new CliError(
+    `--type: expected one of ${TRIGGER_TYPES.join(', ')}, got \`${type}\`${near ? ` (did you mean ${near}?)` : ''}`,
+  );
 }
 
 /** A trigger as `label: value` lines, then a cron trigger's next runs and last occurrences. */

@@ -1087,7 +1087,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List the organization's triggers, oldest first */
+    /** List the organization's triggers, oldest first: those of a type, whose name holds a text, of a list of ids; in pages with `limit` */
     get: operations['listTriggers'];
     put?: never;
     /** Create a trigger (webhook, cron, slack or discord) */
@@ -8292,7 +8292,18 @@ export interface operations {
   };
   listTriggers: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description Only the triggers of this type */
+        type?: 'webhook' | 'cron' | 'slack' | 'discord';
+        /** @description Only the triggers whose name holds this text, in any case */
+        q?: string;
+        /** @description Only the triggers of these ids (the parameter once for each, up to 200): the names of those a page shows */
+        id?: string[];
+        /** @description At most this many triggers, the next page's cursor in x-next-cursor when more match; without it, every trigger that matches */
+        limit?: number;
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
+      };
       header?: never;
       path: {
         orgId: string;
@@ -8304,6 +8315,10 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description present when more triggers follow */
+          'x-next-cursor'?: string;
+          /** @description how many triggers match the filters, on every page (a whole number) */
+          'x-total-count'?: string;
           [name: string]: unknown;
         };
         content: {

@@ -3,6 +3,7 @@ import type {
   CronMissedPolicy,
   CronOverlapPolicy,
   Fanout,
+  ListedTrigger,
   NotifyOn,
   Trigger,
   TriggerLimit,
@@ -138,11 +139,14 @@ const BY_ID = query<TriggerRow, [string]>('SELECT * FROM triggers WHERE id = ? A
 const IN_ORG = query<TriggerRow, [string, string]>(
   'SELECT * FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
 );
-const BY_ORG = query<TriggerRow, [string]>(
-  (d) => `SELECT * FROM triggers WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
+/** A listed trigger's row: its insertion key too (after its creation instant, its place in the list). */
+type ListedRow = TriggerRow & { list_key: number };
+const BY_ORG = query<ListedRow, [string]>(
+  (d) => `SELECT *, ${d.insertionOrder} AS list_key FROM triggers WHERE org_id = ? AND deleted_at IS NULL
+    ORDER BY created_at, ${d.insertionOrder}`,
 );
-const BY_IDS = query<TriggerRow, [string, string]>(
-  (d) => `SELECT * FROM triggers
+const BY_IDS = query<ListedRow, [string, string]>(
+  (d) => `SELECT *, ${d.insertionOrder} AS list_key FROM triggers
     WHERE org_id = ? AND id ${d.inJsonArray('?')} AND deleted_at IS NULL
     ORDER BY created_at, ${d.insertionOrder}`,
 );
@@ -190,6 +194,8 @@ export function createTriggerRepository(db: Database, limitRefusal: TriggerLimit
   };
   const list = async <P extends readonly unknown[]>(statement: Query<TriggerRow, P>, params: P) =>
     (await db.all(statement, params)).map(toTrigger);
+  const listed = async <P extends readonly unknown[]>(statement: Query<ListedRow, P>, params: P) =>
+    (await db.all(statement, params)).map((r): ListedTrigger => ({ ...toTrigger(r), listKey: r.list_key }));
   return {
     insert(trigger, limits) {
       return write(trigger, limits, true);
@@ -213,11 +219,11 @@ export function createTriggerRepository(db: Database, limitRefusal: TriggerLimit
       return { triggers: sound, damaged };
     },
     listByOrg(orgId) {
-      return list(BY_ORG, [orgId]);
+      return listed(BY_ORG, [orgId]);
     },
     async listByIds(orgId, ids) {
       if (ids.length === 0) return [];
-      return list(BY_IDS, [orgId, JSON.stringify(ids)]);
+      return listed(BY_IDS, [orgId, JSON.stringify(ids)]);
     },
     async softDelete(orgId, id, at) {
       return (await db.run(SOFT_DELETE, [at, orgId, id])) === 1;

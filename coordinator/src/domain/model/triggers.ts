@@ -87,6 +87,9 @@ export type TriggerLimitRefusal = (
   limits: TriggerLimits,
 ) => TriggerLimit | null;
 
+/** A trigger as a list reads it: with its insertion key, which orders triggers created in one instant (a page's cursor). */
+export type ListedTrigger = Trigger & { listKey: number };
+
 export interface TriggerRepository {
   /**
    * Inserts the trigger, unless it would pass one of `limits` (counted in the same transaction,
@@ -105,8 +108,8 @@ export interface TriggerRepository {
    */
   listEnabledCron(): Promise<{ triggers: Trigger[]; damaged: DamagedRow[] }>;
   /** Oldest first. */
-  listByOrg(orgId: string): Promise<Trigger[]>;
-  listByIds(orgId: string, ids: readonly string[]): Promise<Trigger[]>;
+  listByOrg(orgId: string): Promise<ListedTrigger[]>;
+  listByIds(orgId: string, ids: readonly string[]): Promise<ListedTrigger[]>;
   /** Deleted triggers are never found again; their jobs keep pointing at the id. */
   softDelete(orgId: string, id: string, at: string): Promise<boolean>;
 }

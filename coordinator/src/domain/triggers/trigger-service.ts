@@ -1,6 +1,6 @@
 import type { Repositories } from '../model/repositories.js';
 import type { CronOccurrence } from '../model/cron-occurrences.js';
-import type { Trigger, TriggerLimits } from '../model/triggers.js';
+import type { Trigger, TriggerLimits, TriggerType } from '../model/triggers.js';
 import { notFound, placeValidation } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -17,6 +17,34 @@ import { CronSchedules } from '../cron/schedule.js';
 import { triggerView, type TriggerView } from '../cron/trigger-view.js';
 import { resolveRunParams } from '../trigger-run/params.js';
 import { triggerLimitReached } from './trigger-limits.js';
+
+/** What the triggers list of an organization is narrowed to (docs/management.md, "Triggers"). */
+export interface TriggerListFilter {
+  type?: TriggerType;
+  /** Text the trigger's name holds, in any case. */
+  text?: string;
+  /** Only the triggers of these ids: those a page names (read by id, not among every trigger). */
+  ids?: readonly string[];
+  /** The page's cursor: triggers created after this position (instant, then insertion key). */
+  after?: TriggerListPosition;
+  /** At most this many triggers; none: every one that matches. */
+  limit?: number;
+}
+
+/** Where a trigger stands in the list: created at, then its insertion key (several in one instant). */
+export interface TriggerListPosition {
+  createdAt: string;
+  key: number;
+}
+
+export interface TriggerListPage {
+  /** The page's triggers, oldest first. */
+  triggers: TriggerView[];
+  /** How many triggers match the filter, on every page. */
+  matching: number;
+  /** The position of the page's last trigger when more match after it, else null. */
+  next: TriggerListPosition | null;
+}
 
 /** The fields a cron trigger's fixed params are checked against, with the params themselves. */
 const PARAMS_CONTEXT: ReadonlySet<string> = new Set(['params', 'workflowName', 'agentId', 'type']);
@@ -54,9 +82,36 @@ export class TriggerService {
     this.changed = deps.onChanged ?? (() => undefined);
   }
 
-  async list(actor: UserActor): Promise<TriggerView[]> {
-    const triggers = await this.deps.repos.triggers.listByOrg(actor.orgId);
-    return Promise.all(triggers.map((t) => this.view(t)));
+  /**
+   * A page of the organization's triggers that match the filter, oldest first. The filter is
+   * matched on the organization's triggers as read (a thousand are read in a few milliseconds);
+   * only the page's are made views (a cron trigger's next runs and last occurrences), where the
+   * dashboard had every trigger's every few seconds before.
+   */
+  async list(actor: UserActor, filter: TriggerListFilter = {}): Promise<TriggerListPage> {
+    const { triggers } = this.deps.repos;
+    const text = filter.text?.toLowerCase();
+    const matches = (t: Trigger) =>
+      (filter.type === undefined || t.type === filter.type) && (!text || t.name.toLowerCase().includes(text));
+    const read =
+      filter.ids === undefined
+        ? await triggers.listByOrg(actor.orgId)
+        : await triggers.listByIds(actor.orgId, filter.ids);
+    const all = read.filter(matches);
+    const { after, limit } = filter;
+    const rest =
+      after === undefined
+        ? all
+        : all.filter(
+            (t) => t.createdAt > after.createdAt || (t.createdAt === after.createdAt && t.listKey > after.key),
+          );
+    const page = limit === undefined ? rest : rest.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      triggers: await Promise.all(page.map(({ listKey: _, ...t }) => this.view(t))),
+      matching: all.length,
+      next: page.length < rest.length && last ? { createdAt: last.createdAt, key: last.listKey } : null,
+    };
   }
 
   async get(actor: UserActor, triggerId: string): Promise<TriggerView> {

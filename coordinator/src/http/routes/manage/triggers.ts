@@ -6,6 +6,7 @@ import {
   FANOUTS,
   NOTIFY_ON,
   TRIGGER_TYPES,
+  type TriggerType,
 } from '../../../domain/model/triggers.js';
 import { MAX_SELECTOR_LENGTH } from '@drover/shared';
 import { OCCURRENCE_OUTCOMES, SKIP_REASONS } from '../../../domain/model/cron-occurrences.js';
@@ -13,7 +14,16 @@ import { OCCURRENCES_MAX_LIMIT } from '../../../domain/triggers/trigger-service.
 import { occurrenceView } from '../../../domain/cron/trigger-view.js';
 import { JOB_STATUSES } from '@drover/shared';
 import { isoAt, LAST_STORABLE_MS } from '../../../util/clock.js';
-import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
+import {
+  cursorQueryProperty,
+  NEXT_CURSOR_HEADER,
+  pageResponse,
+  parseCursor,
+  parsePositionCursor,
+  positionCursor,
+  sendPage,
+  TOTAL_COUNT_HEADER,
+} from '../../pagination.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/cron/triggers-cron.js';
 import {
@@ -32,7 +42,6 @@ import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { occurrenceExample, triggerExample } from '../../schemas/examples.js';
-import { listOf } from '../../schemas/examples.js';
 import { createTriggerBodyExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
 
@@ -215,24 +224,91 @@ export const TriggerSchema = named('Trigger', {
 } as const);
 
 const triggerParams = idParams('orgId', 'triggerId');
+
+/** The most triggers one page of the list holds. */
+export const TRIGGERS_MAX_LIMIT = 500;
+/** The most trigger ids one read of the list names (`?id=…&id=…`): a page of jobs or API tokens. */
+export const TRIGGERS_MAX_IDS = 200;
+
+const pagedTriggers = pageResponse(TriggerSchema, 'triggers');
+const triggerPage = {
+  ...pagedTriggers,
+  headers: {
+    ...pagedTriggers.headers,
+    [TOTAL_COUNT_HEADER]: {
+      type: 'string',
+      pattern: '^[0-9]+$',
+      description: 'how many triggers match the filters, on every page (a whole number)',
+    },
+  },
+} as const;
+
+interface TriggerListQuery {
+  type?: TriggerType;
+  q?: string;
+  id?: string[];
+  limit?: number;
+  cursor?: string;
+}
 type TriggerParams = { orgId: string; triggerId: string };
 
 export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   const { triggers } = app.ctx;
 
-  app.get<{ Params: { orgId: string } }>(
+  app.get<{ Params: { orgId: string }; Querystring: TriggerListQuery }>(
     '/orgs/:orgId/triggers',
     {
       schema: {
         operationId: 'listTriggers',
-        summary: "List the organization's triggers, oldest first",
+        summary:
+          "List the organization's triggers, oldest first: those of a type, whose name holds a text, of a list of ids; in pages with `limit`",
         tags: ['dashboard'],
         params: orgParams,
-        querystring: noQuery,
-        response: { 200: listOf(TriggerSchema), ...errorResponses(401, 404, 422) },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            type: { type: 'string', enum: TRIGGER_TYPES, description: 'Only the triggers of this type' },
+            q: {
+              type: 'string',
+              minLength: 1,
+              maxLength: MAX_NAME_LENGTH,
+              description: 'Only the triggers whose name holds this text, in any case',
+              examples: ['nightly'],
+            },
+            id: {
+              type: 'array',
+              items: uuid,
+              minItems: 1,
+              maxItems: TRIGGERS_MAX_IDS,
+              description: `Only the triggers of these ids (the parameter once for each, up to ${TRIGGERS_MAX_IDS}): the names of those a page shows`,
+            },
+            limit: {
+              type: 'integer',
+              minimum: 1,
+              maximum: TRIGGERS_MAX_LIMIT,
+              description: `At most this many triggers, the next page's cursor in ${NEXT_CURSOR_HEADER} when more match; without it, every trigger that matches`,
+            },
+            cursor: cursorQueryProperty,
+          },
+        },
+        response: { 200: triggerPage, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => triggers.list(await requireOrgRole(request, request.params.orgId)),
+    async (request, reply) => {
+      const actor = await requireOrgRole(request, request.params.orgId);
+      const { type, q, id, limit, cursor } = request.query;
+      const page = await triggers.list(actor, {
+        ...(type === undefined ? {} : { type }),
+        ...(q === undefined ? {} : { text: q }),
+        ...(id === undefined ? {} : { ids: [...new Set(id.map((one) => one.toLowerCase()))] }),
+        ...(cursor === undefined ? {} : { after: parsePositionCursor(cursor) }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      void reply.header(TOTAL_COUNT_HEADER, String(page.matching));
+      if (page.next !== null) void reply.header(NEXT_CURSOR_HEADER, positionCursor(page.next));
+      return page.triggers;
+    },
   );
 
   app.post<{ Params: { orgId: string }; Body: TriggerInput }>(
