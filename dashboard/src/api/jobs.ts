@@ -2,7 +2,7 @@ import { infiniteQueryOptions, queryOptions, type QueryClient } from '@tanstack/
 import { api, ApiError, apiPage, apiPath } from './client';
 import { isFinished } from './queries';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import type { RunAnswer, Trigger } from './triggers';
+import type { RunAnswer } from './triggers';
 import type { Job, JobDetail, JobLogLine } from './types';
 import { JOBS_REFRESH_MS, JOB_LOG_POLL_MS } from './refresh';
 
@@ -121,15 +121,7 @@ export const runAgain = async (orgId: string, job: Job): Promise<RunAnswer> => {
   return api<RunAnswer>('POST', apiPath`/orgs/${orgId}/triggers/${job.triggerId}/run`, { body });
 };
 
-/** The names the Jobs pages show in place of ids. */
-export type TriggerName = Pick<Trigger, 'id' | 'name'>;
 export type Member = Pick<Schema<'Member'>, 'userId' | 'email'>;
-
-export const triggerNamesQuery = (orgId: string) =>
-  queryOptions({
-    queryKey: ['orgs', orgId, 'triggers'],
-    queryFn: () => api<TriggerName[]>('GET', apiPath`/orgs/${orgId}/triggers`),
-  });
 
 /** The members' emails by user id, or undefined while they load. */
 export function emailsOf(members: Member[] | undefined): Map<string, string> | undefined {

@@ -1,6 +1,7 @@
-import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath, type Page } from './client';
+import { TRIGGERS_REFRESH_MS } from './refresh';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
 
@@ -38,12 +39,88 @@ export const isRunResult = (answer: RunAnswer): answer is Schema<'RunResult'> =>
 export const answerPage = (answer: RunAnswer): string =>
   isBatchAnswer(answer) ? `/api/batches/${answer.batchId}` : `/api/jobs/${answer.jobId}`;
 
-export { TRIGGERS_REFRESH_MS } from './refresh';
+export { TRIGGERS_REFRESH_MS };
 
-export const triggersQuery = (orgId: string) =>
+/** What the Triggers page narrows its list to (docs/management.md, "Many triggers, a page at a time"). */
+export interface TriggerFilters {
+  type?: TriggerType;
+  /** A part of the name. */
+  q?: string;
+}
+
+/** Triggers a page: what a screen shows and a person reads before narrowing the list. */
+export const TRIGGER_PAGE = 100;
+
+/**
+ * The organization's triggers that match the filters, oldest first, a page at a time
+ * (`x-next-cursor`), each page with how many match in all. A refresh reads every page shown again,
+ * so it comes every 3 s per page shown (a cron trigger's next run and occurrences move by
+ * themselves): an organization of thousands of triggers sends a page, never every trigger. Under
+ * the triggers' key: a change made in this dashboard refreshes it.
+ */
+export const triggerPagesQuery = (orgId: string, filters: TriggerFilters) =>
+  infiniteQueryOptions({
+    queryKey: ['orgs', orgId, 'triggers', 'pages', filters],
+    queryFn: ({ pageParam }): Promise<Page<Trigger>> => {
+      const query = new URLSearchParams({ limit: String(TRIGGER_PAGE) });
+      for (const key of ['type', 'q'] as const) if (filters[key]) query.set(key, filters[key]);
+      if (pageParam) query.set('cursor', pageParam);
+      return apiPage<Trigger>(apiPath`/orgs/${orgId}/triggers?${query}`);
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => last.nextCursor ?? undefined,
+    refetchInterval: (query) => TRIGGERS_REFRESH_MS * Math.max(1, query.state.data?.pages.length ?? 1),
+  });
+
+/** Every trigger of one type (the webhook triggers an API token may be granted), read once. */
+export const triggersOfTypeQuery = (orgId: string, type: TriggerType) =>
   queryOptions({
-    queryKey: ['orgs', orgId, 'triggers'],
-    queryFn: () => api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers`),
+    queryKey: ['orgs', orgId, 'triggers', { type }],
+    queryFn: () => api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers?${new URLSearchParams({ type })}`),
+  });
+
+/** The most trigger ids one read of the triggers list names (`?id=`; the coordinator's TRIGGERS_MAX_IDS). */
+const NAMES_PER_READ = 200;
+/** What the coordinator takes as a trigger id (an audit entry's metadata may hold anything). */
+const TRIGGER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The names of the triggers of these ids (`GET /orgs/:orgId/triggers?id=…`, 200 ids a read): what a
+ * page of jobs, batches, audit entries or API tokens reads to name the triggers it shows, where it
+ * read every trigger of the organization before. An id of no trigger (a deleted one) has no name;
+ * undefined while the names load.
+ */
+export const triggerNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) => {
+  const wanted = [...new Set([...ids].filter((id): id is string => !!id && TRIGGER_ID.test(id)))].sort();
+  return queryOptions({
+    queryKey: ['orgs', orgId, 'triggers', { names: wanted }],
+    queryFn: async (): Promise<Map<string, string>> => {
+      const names = new Map<string, string>();
+      for (let i = 0; i < wanted.length; i += NAMES_PER_READ) {
+        const query = new URLSearchParams(wanted.slice(i, i + NAMES_PER_READ).map((id) => ['id', id]));
+        for (const trigger of await api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers?${query}`)) {
+          names.set(trigger.id, trigger.name);
+        }
+      }
+      return names;
+    },
+    enabled: wanted.length > 0,
+    placeholderData: keepPreviousData,
+  });
+};
+
+/** The most triggers a picker offers at once: more are found by typing more of the name. */
+export const TRIGGER_PICKS = 20;
+
+/** The TRIGGER_PICKS oldest triggers whose name holds `text` (every trigger when it is empty), with how many match. */
+export const triggerSearchQuery = (orgId: string, text: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'triggers', { search: text }],
+    queryFn: () => {
+      const query = new URLSearchParams({ limit: String(TRIGGER_PICKS), ...(text ? { q: text.slice(0, 255) } : {}) });
+      return apiPage<Trigger>(apiPath`/orgs/${orgId}/triggers?${query}`);
+    },
+    placeholderData: keepPreviousData,
   });
 
 export const triggerQuery = (orgId: string, triggerId: string) =>

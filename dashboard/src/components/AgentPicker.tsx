@@ -1,13 +1,18 @@
-import { useQuery } from '@tanstack/react-query';
-import { useId, useState } from 'react';
-import { shortId } from '@drover/shared/short-id';
 import { agentSearchQuery } from '../api/agent-pages';
+import type { Agent } from '../api/types';
+import { SearchPicker, type PickerWords } from './SearchPicker';
+
+const WORDS: PickerWords = {
+  label: 'Agent',
+  find: 'Find an agent',
+  placeholder: 'name or hostname',
+  one: 'agent',
+  many: 'agents',
+};
 
 /**
- * A choice of one agent among a fleet's thousands: a select of the AGENT_PICKS agents whose name or
- * hostname holds what is typed in the search beside it (the coordinator finds them, `?q=`), the
- * chosen one kept in it while out of the search, and how many more match. `Agent` is its label,
- * or, with `select` (a form's field), the label the form gives that id.
+ * A choice of one agent among a fleet's thousands: the AGENT_PICKS agents whose name or hostname
+ * holds what is typed (SearchPicker).
  */
 export function AgentPicker(props: {
   orgId: string;
@@ -23,56 +28,13 @@ export function AgentPicker(props: {
   /** The select as a form's field: its id (labelled by the form), and what says it is invalid. */
   select?: { id: string; 'aria-invalid'?: boolean; 'aria-describedby'?: string };
 }) {
-  const { orgId, value } = props;
-  const [text, setText] = useState('');
-  const id = useId();
-  const found = useQuery(agentSearchQuery(orgId, text.trim()));
-  const all = found.data?.items ?? [];
-  const items = props.active ? all.filter((a) => a.status !== 'revoked' || a.id === value) : all;
-  const more = (found.data?.total ?? 0) - all.length;
-  const chosenOut = value !== '' && !items.some((a) => a.id === value);
-  const choice = (
-    <select
-      // Named by itself too: a label's name would take in the chosen option's.
-      {...(props.select ?? { 'aria-label': 'Agent' })}
-      value={value}
-      onChange={(e) => props.onChange(e.target.value)}
-    >
-      <option value="">{props.none}</option>
-      {chosenOut && <option value={value}>{props.valueName ?? shortId(value)}</option>}
-      {items.map((a) => (
-        <option key={a.id} value={a.id}>
-          {a.name}
-        </option>
-      ))}
-    </select>
-  );
+  const { orgId, active, ...rest } = props;
   return (
-    <>
-      {props.select ? (
-        choice
-      ) : (
-        <label>
-          Agent
-          {choice}
-        </label>
-      )}
-      <label>
-        Find an agent
-        <input
-          type="search"
-          value={text}
-          onChange={(e) => setText(e.target.value)}
-          placeholder="name or hostname"
-          aria-describedby={more > 0 ? `${id}-more` : undefined}
-        />
-      </label>
-      {more > 0 && (
-        <span className="hint" id={`${id}-more`} role="status">
-          {more === 1 ? '1 more agent matches' : `${more.toLocaleString('en-US')} more agents match`}: type more of the
-          name.
-        </span>
-      )}
-    </>
+    <SearchPicker
+      {...rest}
+      search={(text) => agentSearchQuery(orgId, text)}
+      words={WORDS}
+      {...(active ? { offered: (agent: Agent) => agent.status !== 'revoked' } : {})}
+    />
   );
 }

@@ -14,6 +14,9 @@ export const TYPE_WORDS: Record<TriggerType, string> = {
   discord: 'Discord',
 };
 
+/** The kinds of trigger, in the order the pages offer them. */
+export const TRIGGER_TYPES = Object.keys(TYPE_WORDS) as TriggerType[];
+
 export const workflowWords = (t: Pick<Trigger, 'scopeType' | 'workflowName'>): string =>
   t.scopeType === 'workflow' ? (t.workflowName ?? '') : 'any workflow of the agent';
 

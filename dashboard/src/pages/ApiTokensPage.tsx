@@ -5,7 +5,7 @@ import { api, apiPath } from '../api/client';
 import { apiTokensQuery, type ApiToken, type IssuedApiToken } from '../api/access';
 import { agentsQuery, sessionQuery } from '../api/queries';
 import { bindingsQuery } from '../api/storage-bindings';
-import { triggersQuery } from '../api/triggers';
+import { triggerNamesQuery, triggersOfTypeQuery } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -20,7 +20,14 @@ export function ApiTokensPage() {
   const { orgId, org, loaded } = useOrg();
   const tokens = useQuery(apiTokensQuery(orgId));
   const agents = useQuery(agentsQuery(orgId));
-  const triggers = useQuery(triggersQuery(orgId));
+  // A token runs webhook triggers only: those the form offers; the names of those granted, by id.
+  const triggers = useQuery(triggersOfTypeQuery(orgId, 'webhook'));
+  const granted = useQuery(
+    triggerNamesQuery(
+      orgId,
+      (tokens.data ?? []).flatMap((token) => token.scopes.flatMap((g) => (g.type === 'trigger' ? g.triggerIds : []))),
+    ),
+  );
   const bindings = useQuery(bindingsQuery(orgId));
   const session = useQuery(sessionQuery);
   const [issued, setIssued] = useState<IssuedApiToken | null>(null);
@@ -31,6 +38,7 @@ export function ApiTokensPage() {
   const mayRevoke = (token: ApiToken) => mayRevokeAny || (mayIssue && token.userId === session.data?.user.id);
   const names: Names = new Map([
     ...(agents.data ?? []).map((a) => [a.id, a.name] as const),
+    ...(granted.data ?? []),
     ...(triggers.data ?? []).map((t) => [t.id, t.name] as const),
     ...(bindings.data ?? []).map((b) => [b.id, b.name] as const),
   ]);

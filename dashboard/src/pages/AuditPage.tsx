@@ -3,7 +3,8 @@ import { type ChangeEvent, type FormEvent, type ReactNode } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
 import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
-import { emailsOf, membersQuery, triggerNamesQuery } from '../api/jobs';
+import { emailsOf, membersQuery } from '../api/jobs';
+import { triggerNamesQuery } from '../api/triggers';
 import { agentNamesQuery } from '../api/agent-pages';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
@@ -28,7 +29,10 @@ export function AuditPage() {
   const entries = useInfiniteQuery(auditQuery(orgId, filters, mayManage));
   const agentIds = (entries.data?.pages ?? []).flatMap((p) => p.items.flatMap(agentIdsOf));
   const agents = useQuery({ ...agentNamesQuery(orgId, agentIds), refetchInterval: false });
-  const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: mayManage });
+  const triggerIds = (entries.data?.pages ?? []).flatMap((p) =>
+    p.items.flatMap((entry) => (entry.targetType === 'trigger' && entry.targetId ? [entry.targetId] : [])),
+  );
+  const triggers = useQuery({ ...triggerNamesQuery(orgId, triggerIds), refetchInterval: false });
   const members = useQuery({ ...membersQuery(orgId), enabled: mayManage });
   const tokens = useQuery(tokenNamesQuery(orgId, mayManage));
   if (loaded && !org) return <NotFoundPage />;
@@ -44,7 +48,8 @@ export function AuditPage() {
   const names: Names = {
     orgId,
     agents: agents.data ?? new Map<string, string>(),
-    triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
+    // Known once the names of these entries' triggers are read: one missing then was deleted.
+    triggers: triggers.isPlaceholderData ? undefined : triggers.data,
     emails: emailsOf(members.data),
     tokens: new Map((tokens.data ?? []).map((tk) => [tk.id, tk.name])),
     // The address of the same filters with only this actor's entries.
@@ -101,7 +106,7 @@ export function AuditPage() {
 interface Names {
   orgId: string;
   agents: Map<string, string>;
-  triggers: Map<string, string>;
+  triggers: Map<string, string> | undefined;
   emails: Map<string, string> | undefined;
   tokens: Map<string, string>;
   onlyBy: (actorId: string) => string;
@@ -176,9 +181,9 @@ function target(entry: AuditEntry, names: Names): ReactNode {
   const named = text(metadata.name) ?? text(metadata.email) ?? text(metadata.slug);
   switch (type) {
     case 'trigger': {
-      const current = names.triggers.get(id);
+      const current = names.triggers?.get(id);
       if (current) return <Link to={`/orgs/${names.orgId}/triggers/${id}`}>{current}</Link>;
-      return <>{named ?? shortId(id)} (deleted)</>;
+      return names.triggers ? <>{named ?? shortId(id)} (deleted)</> : (named ?? shortId(id));
     }
     case 'job': {
       const workflow = text(metadata.workflowName);

@@ -11,7 +11,9 @@ import {
   type BatchDetail,
   type BatchJob,
 } from '../api/batches';
-import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
+import { JOB_SOURCES } from '../api/jobs';
+import { triggerNamesQuery } from '../api/triggers';
+import { TriggerName } from '../components/TriggerName';
 import { orgsQuery } from '../api/queries';
 import { BatchProgress, endedWords } from '../components/BatchProgress';
 import { Confirm, useReturnFocus } from '../components/Confirm';
@@ -34,11 +36,10 @@ export function BatchPage() {
 
 function LiveBatch({ batchId }: { batchId: string }) {
   const batch = useQuery(liveBatchQuery(batchId));
-  const triggers = useQuery({ ...triggerNamesQuery(batch.data?.orgId ?? ''), enabled: batch.data !== undefined });
+  const triggers = useQuery(triggerNamesQuery(batch.data?.orgId ?? '', [batch.data?.triggerId]));
   if (batch.error && !batch.data) return <ErrorMessage error={batch.error} />;
   if (!batch.data) return <p className="loading">Loading…</p>;
   const b = batch.data;
-  const trigger = triggers.data?.find((t) => t.id === b.triggerId);
   const ended = batchEnded(b);
   return (
     <section aria-labelledby="batch-heading">
@@ -52,11 +53,11 @@ function LiveBatch({ batchId }: { batchId: string }) {
       <BatchActions batch={b} />
       <dl className="facts">
         <Fact term="Trigger">
-          {trigger ? (
-            <Link to={`/orgs/${b.orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
-          ) : (
-            <span className="hint">{triggers.data ? 'deleted trigger' : shortId(b.triggerId)}</span>
-          )}
+          <TriggerName
+            id={b.triggerId}
+            names={triggers.isPlaceholderData ? undefined : triggers.data}
+            orgId={b.orgId}
+          />
         </Fact>
         <Fact term="Workflow">{b.workflowName}</Fact>
         <Fact term="Selector">

@@ -1,7 +1,8 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { batchesQuery, type Batch } from '../api/batches';
-import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
+import { JOB_SOURCES } from '../api/jobs';
+import { triggerNamesQuery } from '../api/triggers';
 import { BatchCells } from '../components/BatchProgress';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ShowOlder } from '../components/ShowOlder';
@@ -21,10 +22,11 @@ export function BatchesPage() {
   const [search] = useSearchParams();
   const triggerId = search.get('triggerId') || undefined;
   const batches = useInfiniteQuery(batchesQuery(orgId, triggerId));
-  const triggers = useQuery(triggerNamesQuery(orgId));
-  if (loaded && !org) return <NotFoundPage />;
-  const names = triggers.data && new Map(triggers.data.map((t) => [t.id, t.name]));
   const rows = batches.data?.pages.flatMap((p) => p.items) ?? [];
+  const triggers = useQuery(triggerNamesQuery(orgId, [...rows.map((batch) => batch.triggerId), triggerId]));
+  if (loaded && !org) return <NotFoundPage />;
+  // Known once the names of these batches' triggers are read: one missing then was deleted.
+  const names = triggers.isPlaceholderData ? undefined : triggers.data;
   const triggerName = triggerId === undefined ? undefined : names?.get(triggerId);
   return (
     <section aria-labelledby="batches-heading">

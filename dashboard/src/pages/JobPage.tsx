@@ -2,18 +2,10 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import {
-  cancelJob,
-  emailsOf,
-  liveJobQuery,
-  loadMoreLogs,
-  LOGS_PAGE,
-  membersQuery,
-  runAgain,
-  triggerNamesQuery,
-} from '../api/jobs';
+import { cancelJob, emailsOf, liveJobQuery, loadMoreLogs, LOGS_PAGE, membersQuery, runAgain } from '../api/jobs';
 import { appsQuery } from '../api/ota';
-import { answerPage } from '../api/triggers';
+import { answerPage, triggerNamesQuery } from '../api/triggers';
+import { TriggerName } from '../components/TriggerName';
 import { agentQuery, isFinished, orgsQuery } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { BatchName } from '../components/BatchName';
@@ -132,10 +124,9 @@ function JobPlace({ job }: { job: JobDetail }) {
     refetchInterval: false,
     retry: false,
   });
-  const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: job.triggerId !== null });
+  const triggers = useQuery(triggerNamesQuery(orgId, [job.triggerId]));
   const apps = useQuery({ ...appsQuery(orgId), enabled: job.applicationId !== null });
   const agent = agentRead.data;
-  const trigger = job.triggerId === null ? undefined : triggers.data?.find((tr) => tr.id === job.triggerId);
   const app = job.applicationId === null ? undefined : apps.data?.find((a) => a.id === job.applicationId);
   const release = job.kind === 'update' ? releaseOf(job.params) : null;
   return (
@@ -153,11 +144,11 @@ function JobPlace({ job }: { job: JobDetail }) {
         <>
           <dt>Trigger</dt>
           <dd>
-            {trigger ? (
-              <Link to={`/orgs/${orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
-            ) : (
-              <span className="hint">{triggers.data ? 'deleted trigger' : shortId(job.triggerId)}</span>
-            )}
+            <TriggerName
+              id={job.triggerId}
+              names={triggers.isPlaceholderData ? undefined : triggers.data}
+              orgId={orgId}
+            />
           </dd>
         </>
       )}

@@ -1,15 +1,8 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { type ChangeEvent, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import {
-  emailsOf,
-  JOB_FILTER_KEYS,
-  JOB_SOURCES,
-  JOB_STATUSES,
-  jobsQuery,
-  membersQuery,
-  triggerNamesQuery,
-} from '../api/jobs';
+import { emailsOf, JOB_FILTER_KEYS, JOB_SOURCES, JOB_STATUSES, jobsQuery, membersQuery } from '../api/jobs';
+import { triggerNamesQuery } from '../api/triggers';
 import type { JobFilters } from '../api/jobs';
 import { agentNamesQuery } from '../api/agent-pages';
 import type { Job } from '../api/types';
@@ -18,6 +11,8 @@ import { duration, JobLeadCells } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 
 import { AgentPicker } from '../components/AgentPicker';
+import { TriggerPicker } from '../components/TriggerPicker';
+import { TriggerName } from '../components/TriggerName';
 import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
 import { useDraft } from './use-draft';
@@ -38,12 +33,13 @@ export function JobsPage() {
   const jobs = useInfiniteQuery(jobsQuery(orgId, filters));
   const rows = jobs.data?.pages.flatMap((p) => p.items) ?? [];
   const agents = useQuery(agentNamesQuery(orgId, [...rows.map((job) => job.agentId), filters.agentId]));
-  const triggers = useQuery(triggerNamesQuery(orgId));
+  const triggers = useQuery(triggerNamesQuery(orgId, [...rows.map((job) => job.triggerId), filters.triggerId]));
   const members = useQuery(membersQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
   const names = {
     agents: agents.data ?? new Map<string, string>(),
-    triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
+    // Known once the names of these rows' triggers are read: one missing then was deleted.
+    triggers: triggers.isPlaceholderData ? undefined : triggers.data,
     emails: emailsOf(members.data),
   };
   const apply = (next: JobFilters) => {
@@ -68,7 +64,7 @@ export function JobsPage() {
         filters={filters}
         orgId={orgId}
         agentNames={names.agents}
-        triggers={triggers.data ?? []}
+        triggerNames={triggers.data ?? new Map<string, string>()}
         onApply={apply}
       />
       <ErrorMessage error={jobs.error} />
@@ -106,15 +102,17 @@ export function JobsPage() {
   );
 }
 
-type Names = { agents: Map<string, string>; triggers: Map<string, string>; emails: Map<string, string> | undefined };
+type Names = {
+  agents: Map<string, string>;
+  triggers: Map<string, string> | undefined;
+  emails: Map<string, string> | undefined;
+};
 
 function JobRow({ job, names }: { job: Job; names: Names }) {
   return (
     <tr>
       <JobLeadCells job={job} emails={names.emails} />
-      <td className="name">
-        {job.triggerId ? (names.triggers.get(job.triggerId) ?? <span className="hint">deleted trigger</span>) : '—'}
-      </td>
+      <td className="name">{job.triggerId ? <TriggerName id={job.triggerId} names={names.triggers} /> : '—'}</td>
       <td className="name">
         {job.agentId === null ? (
           <span className="hint">waiting for an agent</span>
@@ -147,7 +145,8 @@ function JobFiltersForm(props: {
   orgId: string;
   /** The names of the agents known (that of the chosen one among them, once read). */
   agentNames: Map<string, string>;
-  triggers: { id: string; name: string }[];
+  /** The names of the triggers known (that of the chosen one among them, once read). */
+  triggerNames: Map<string, string>;
   onApply: (filters: JobFilters) => void;
 }) {
   const { filters } = props;
@@ -196,17 +195,13 @@ function JobFiltersForm(props: {
             ))}
         </select>
       </label>
-      <label>
-        Trigger
-        <select value={triggerId} onChange={set('triggerId')}>
-          <option value="">any</option>
-          {props.triggers.map((tr) => (
-            <option key={tr.id} value={tr.id}>
-              {tr.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <TriggerPicker
+        orgId={props.orgId}
+        value={triggerId}
+        valueName={props.triggerNames.get(triggerId)}
+        onChange={(id) => setDraft((fields) => ({ ...fields, triggerId: id }))}
+        none="any"
+      />
       <AgentPicker
         orgId={props.orgId}
         value={agentId}

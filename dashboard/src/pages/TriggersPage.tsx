@@ -1,14 +1,18 @@
-import { useQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { chatIntegrationsQuery } from '../api/chat';
 import { Link } from 'react-router';
 import { agentNamesQuery } from '../api/agent-pages';
-import { TRIGGERS_REFRESH_MS, triggersQuery, type Trigger } from '../api/triggers';
+import { TRIGGER_PAGE, triggerPagesQuery, type Trigger, type TriggerFilters } from '../api/triggers';
+import { ShowOlder } from '../components/ShowOlder';
+import { useSearchText } from './use-search-text';
+import { counted } from '@drover/shared/counted';
 import { ErrorMessage } from '../components/ErrorMessage';
 import {
   answerWords,
   NextRun,
   OccurrenceOutcome,
   SelectorTarget,
+  TRIGGER_TYPES,
   TYPE_WORDS,
   workflowWords,
 } from '../components/trigger-words';
@@ -16,14 +20,34 @@ import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { shortId } from '@drover/shared/short-id';
 
-/** The organization's triggers: what each runs, how it answers, and for cron its schedule. */
+/**
+ * The organization's triggers: what each runs, how it answers, and for cron its schedule; read by
+ * the coordinator a page of 100 at a time, narrowed by type and a part of the name kept in the
+ * address (`?type=`, `?q=`): an organization of thousands of triggers is neither sent nor drawn
+ * whole every few seconds.
+ */
 export function TriggersPage() {
   const { orgId, org, loaded } = useOrg();
-  const triggers = useQuery({ ...triggersQuery(orgId), refetchInterval: TRIGGERS_REFRESH_MS });
+  const [typeText, setType] = useSearchText('type');
+  const [name, setName] = useSearchText('q');
+  // A type the page does not know (an old link, a typo) filters nothing, as its "any" says.
+  const type = TRIGGER_TYPES.find((t) => t === typeText);
+  const filters: TriggerFilters = {};
+  if (type) filters.type = type;
+  if (name.trim() !== '') filters.q = name.trim();
+  const filtering = Object.keys(filters).length > 0;
+  // The list as it was stays on screen while the next filter's first page is read (not another
+  // organization's).
+  const triggers = useInfiniteQuery({
+    ...triggerPagesQuery(orgId, filters),
+    placeholderData: (previous, query) => (query?.queryKey[1] === orgId ? previous : undefined),
+  });
+  const shown = triggers.data?.pages.flatMap((p) => p.items) ?? [];
+  const matching = triggers.data?.pages[0]?.total ?? shown.length;
   const agentNames = useQuery(
     agentNamesQuery(
       orgId,
-      (triggers.data ?? []).map((t) => t.agentId),
+      shown.map((t) => t.agentId),
     ),
   );
   const integrations = useQuery(chatIntegrationsQuery(orgId));
@@ -35,6 +59,7 @@ export function TriggersPage() {
     connected !== undefined &&
     (t.type === 'slack' || t.type === 'discord') &&
     !connected.has(`${t.type}:${t.chatTeamId}`);
+  const none = triggers.data !== undefined && !filtering && matching === 0;
   return (
     <section aria-labelledby="triggers-heading">
       <div className="page-head">
@@ -46,13 +71,40 @@ export function TriggersPage() {
         )}
       </div>
       <ErrorMessage error={triggers.error} />
-      {triggers.data && triggers.data.length === 0 && (
+      {none && (
         <p>
           No trigger yet. A trigger names an agent (or the agents a label selector matches) and a workflow, and says how
           a run starts: a webhook called with an API token, a cron schedule, or a chat command.
         </p>
       )}
-      {triggers.data && triggers.data.length > 0 && (
+      {triggers.data && !none && (
+        <div role="search" aria-label="Filter the triggers" className="selector-filter">
+          <label className="status-filter">
+            Type
+            <select value={type ?? ''} onChange={(e) => setType(e.target.value)}>
+              <option value="">any</option>
+              {TRIGGER_TYPES.map((t) => (
+                <option key={t} value={t}>
+                  {TYPE_WORDS[t]}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label className="name-filter">
+            Name
+            <input type="search" value={name} maxLength={255} onChange={(e) => setName(e.target.value)} />
+          </label>
+          <p role="status" className="match-count">
+            {triggers.isPlaceholderData
+              ? 'Counting…'
+              : filtering
+                ? `${matching.toLocaleString('en-US')} ${matching === 1 ? 'trigger matches' : 'triggers match'}.`
+                : `${counted(matching, 'trigger')}.`}
+          </p>
+        </div>
+      )}
+      {triggers.data && shown.length === 0 && filtering && <p>No trigger matches these filters.</p>}
+      {shown.length > 0 && (
         <div className="table-scroll">
           <table className="triggers">
             <thead>
@@ -67,7 +119,7 @@ export function TriggersPage() {
               </tr>
             </thead>
             <tbody>
-              {triggers.data.map((trigger) => (
+              {shown.map((trigger) => (
                 <TriggerRow
                   key={trigger.id}
                   orgId={orgId}
@@ -81,6 +133,7 @@ export function TriggersPage() {
         </div>
       )}
       {!triggers.data && !triggers.error && <p className="loading">Loading…</p>}
+      <ShowOlder pages={triggers} what="triggers" label={`Show the next ${TRIGGER_PAGE} triggers`} />
     </section>
   );
 }
