@@ -132,6 +132,13 @@ class AgentStream {
   isUnderway(jobId: string): boolean {
     return this.underway.has(jobId);
   }
+  /** Reads of jobs for their send under way (the open jobs read at the start count as one). */
+  reads = 0;
+  /**
+   * Jobs that ended while a read was under way: a job read open before its end is neither sent
+   * nor counted in the queue (its end found no place to free), until the reads are done.
+   */
+  readonly endedWhileRead = new Set<string>();
   /** A claim of pool jobs is under way for this stream (one at a time), and another was asked meanwhile. */
   claiming = false;
   claimAgain = false;
@@ -217,6 +224,8 @@ export class StreamRegistry {
   private readonly unsubscribe: (() => void)[] = [];
   /** Jobs handed so far: each handed job records the count at its hand. */
   private hands = 0;
+  /** The streams reading jobs for their send: a job that ends meanwhile, handed nowhere here, is noted on each. */
+  private readonly reading = new Set<AgentStream>();
   /**
    * The pings' updates of lastSeenAt in flight, which mark their agents connected: a countdown to
    * `disconnected` that ends meanwhile waits for them, else an agent whose stream dropped after its
@@ -314,26 +323,34 @@ export class StreamRegistry {
       // was away is stopped, or taken out of its queue, before anything new arrives.
       const cancels = await this.options.jobs.listUnconfirmedCancels(agentId);
       for (const jobId of cancels) stream.sendCancel(jobId);
-      const { jobs: open, damaged } = await this.options.jobs.listOpenForAgent(agentId);
-      for (const { id, column, error } of damaged) {
-        this.options.logger.error(
-          { err: error, agentId, jobId: id, column },
-          `job ${id} is left out of its agent's stream: its ${column} does not parse (a damaged database)`,
-        );
-      }
       const seen = new Set<string>();
-      // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
-      // pending ones take the room left, in creation order, and the rest wait. A running job whose
-      // cancel was just sent fills its place too, without a job event.
-      let room = capacity - open.filter((job) => job.status !== 'pending').length;
-      for (const job of open) {
-        seen.add(job.id);
-        if (job.cancelRequestedAt !== null) this.markHanded(stream, job.id);
-        else if (job.status !== 'pending') await this.hand(stream, job);
-        else if (room > 0 && stream.waiting.length === 0) {
-          room -= 1;
-          await this.hand(stream, job);
-        } else stream.waiting.push(job.id);
+      // A job that ends from the read of the open jobs on is not counted (endedWhileRead).
+      this.readStarted(stream);
+      try {
+        const { jobs: listed, damaged } = await this.options.jobs.listOpenForAgent(agentId);
+        for (const { id, column, error } of damaged) {
+          this.options.logger.error(
+            { err: error, agentId, jobId: id, column },
+            `job ${id} is left out of its agent's stream: its ${column} does not parse (a damaged database)`,
+          );
+        }
+        const open = listed.filter((job) => !stream.endedWhileRead.has(job.id));
+        // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
+        // pending ones take the room left, in creation order, and the rest wait. A running job whose
+        // cancel was just sent fills its place too, without a job event.
+        let room = capacity - open.filter((job) => job.status !== 'pending').length;
+        for (const job of open) {
+          seen.add(job.id);
+          if (stream.endedWhileRead.has(job.id)) continue;
+          if (job.cancelRequestedAt !== null) this.markHanded(stream, job.id);
+          else if (job.status !== 'pending') await this.hand(stream, job);
+          else if (room > 0 && stream.waiting.length === 0) {
+            room -= 1;
+            await this.hand(stream, job);
+          } else stream.waiting.push(job.id);
+        }
+      } finally {
+        this.readDone(stream);
       }
       // Live jobs that arrived meanwhile, minus those the open list already carried, wait behind it.
       for (const jobId of stream.buffered) if (!seen.has(jobId)) stream.waiting.push(jobId);
@@ -420,7 +437,11 @@ export class StreamRegistry {
   /** A job ended: its place in the queue of the agent it was handed to is free for one that waits. */
   private jobEnded(jobId: string): void {
     const stream = this.handedTo.get(jobId);
-    if (!stream) return;
+    if (!stream) {
+      // A send that read it open before its end must not take a place it would never free.
+      for (const reading of this.reading) reading.endedWhileRead.add(jobId);
+      return;
+    }
     this.handedTo.delete(jobId);
     stream.handed.delete(jobId);
     if (stream.waiting.length > 0) stream.sending = stream.sending.then(() => this.handWaiting(stream));
@@ -560,14 +581,30 @@ export class StreamRegistry {
 
   private async handById(stream: AgentStream, jobId: string, again = false): Promise<void> {
     stream.setOff(jobId);
+    this.readStarted(stream);
     try {
       const job = await this.readJob(jobId);
       if (job && job.agentId === stream.agentId) await this.hand(stream, job, again);
     } catch (error) {
       this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
     } finally {
+      this.readDone(stream);
       stream.arrived(jobId);
     }
+  }
+
+  /** A read of jobs for the stream's sends begins: jobs that end from now on are noted on it. */
+  private readStarted(stream: AgentStream): void {
+    stream.reads += 1;
+    this.reading.add(stream);
+  }
+
+  /** A read of the stream's is done, its jobs handed or not: once none is left, the ends noted go. */
+  private readDone(stream: AgentStream): void {
+    stream.reads -= 1;
+    if (stream.reads > 0) return;
+    this.reading.delete(stream);
+    stream.endedWhileRead.clear();
   }
 
   /** Counts a job as in the agent's queue (it holds it already). */
@@ -582,10 +619,11 @@ export class StreamRegistry {
    * `job_created` event after the check at a ping sent it, with the job read `pending` while its
    * agent's accept was on its way through another coordinator): the copy could reach the agent
    * after the job ended there. Only `again` sends it again, a pending one: its agent dropped it (an
-   * update job whose device reported without it, ota/engine.ts `repushJobId`).
+   * update job whose device reported without it, ota/engine.ts `repushJobId`). A job that ended
+   * after it was read (endedWhileRead) is neither: its end found no place of it to free.
    */
   private async hand(stream: AgentStream, job: Job, again = false): Promise<void> {
-    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status) || stream.endedWhileRead.has(job.id)) return;
     if (stream.handed.has(job.id) && !(again && job.status === 'pending')) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);

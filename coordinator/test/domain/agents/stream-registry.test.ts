@@ -110,6 +110,8 @@ function setup(
   let touchGate: Promise<void> | undefined;
   /** The reads of jobs for their send wait for it, when set (a slow database). */
   let readGate: Promise<void> | undefined;
+  /** The answers of those reads, read already, wait for it on their way back, when set. */
+  let answerGate: Promise<void> | undefined;
   const agents = {
     async markConnected(id: string) {
       calls.connected.push(id);
@@ -138,7 +140,9 @@ function setup(
     },
     async findByIds(ids: readonly string[]) {
       await readGate;
-      return ids.flatMap((id) => jobs.get(id) ?? []);
+      const found = ids.flatMap((id) => jobs.get(id) ?? []);
+      await answerGate;
+      return found;
     },
   } as unknown as JobRepository;
   // The other coordinators on the database, as the cluster relay would bring their events.
@@ -184,6 +188,17 @@ function setup(
       const gate = Promise.withResolvers<void>();
       touchGate = gate.promise;
       return { release: () => gate.resolve() };
+    },
+    /** Holds the answers of the reads of jobs for their send, as read, until `release` is called. */
+    holdAnswers() {
+      const gate = Promise.withResolvers<void>();
+      answerGate = gate.promise;
+      return {
+        release: () => {
+          answerGate = undefined;
+          gate.resolve();
+        },
+      };
     },
     /** Holds the reads of jobs for their send until `release` is called. */
     holdReads() {
@@ -523,6 +538,40 @@ describe('StreamRegistry', () => {
     await tick();
     await tick();
     expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'live']);
+  });
+
+  it('does not count a job that ended while it was read for its send: its place goes to the next one', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['p1', 'p2', 'p3']) s.jobs.set(id, job(id));
+    s.openJobs(['p1', 'p2', 'p3'].map((id) => job(id)));
+    const sink = new FakeSink();
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 1);
+    expect(sink.jobIds()).toEqual(['p1']);
+    // p1 ends: p2 is read for its send (a slow database), read pending, and cancelled before
+    // the answer comes back.
+    const answers = s.holdAnswers();
+    s.jobEvents.jobFinished('p1');
+    await tick();
+    s.jobs.set('p2', job('p2', 'a1', 'cancelled'));
+    s.jobEvents.jobFinished('p2');
+    answers.release();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(sink.jobIds()).toEqual(['p1', 'p3']);
+  });
+
+  it('does not count a job that ended while the open jobs were read at the connect', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.jobs.set('p2', job('p2'));
+    const sink = new FakeSink();
+    const connecting = s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 1);
+    await tick();
+    // r1 was read running, and its result (sent again at the reconnect) was stored meanwhile.
+    s.jobEvents.jobFinished('r1');
+    s.openJobs([job('r1', 'a1', 'running'), job('p2')]);
+    await connecting;
+    expect(sink.jobIds()).toEqual(['p2']);
   });
 
   it('sends a new job at once when nothing waits, even to a full queue, which refuses it', async () => {
