@@ -8,7 +8,7 @@ import { HealthCheck } from './health.js';
 import { AuditLog } from './domain/audit/audit-log.js';
 import { JobCancelService } from './domain/jobs/job-cancel.js';
 import { BatchService } from './domain/fleet/batch-service.js';
-import { batchLoader } from './util/batch-loader.js';
+import { jobLoader } from './domain/jobs/job-loader.js';
 import { PoolService } from './domain/fleet/pool-service.js';
 import { JobLogService } from './domain/jobs/job-logs.js';
 import { JobEvents } from './domain/jobs/job-events.js';
@@ -334,9 +334,7 @@ export async function createCoordinator(
     // A batch moves on as its jobs end here (its held jobs handed out, its end marked), and the
     // sweep catches up after a coordinator stopped in between (docs/fleets.md).
     // The jobs ended in one turn (a batch's cancel ends thousands) are read in a few statements.
-    const endedJob = batchLoader(
-      async (ids: readonly string[]) => new Map((await repos.jobs.findByIds(ids)).map((job) => [job.id, job])),
-    );
+    const endedJob = jobLoader(repos.jobs, logger, "its batch's progress");
     const stopBatches = batches.follow(async (jobId) => (await endedJob(jobId))?.batchId ?? null);
     // Jobs that start and end; at each scrape, the device bindings per state and when each agent
     // was last seen (docs/metrics.md).

@@ -452,8 +452,9 @@ export function createJobRepository(db: Database, planMove: PlanJobMove, planMes
       return row ? toJob(row) : null;
     },
     async findByIds(ids) {
-      if (ids.length === 0) return [];
-      return (await db.all(BY_IDS, [JSON.stringify(ids)])).map(toJob);
+      if (ids.length === 0) return { jobs: [], damaged: [] };
+      const { sound, damaged } = mapSoundRows(await db.all(BY_IDS, [JSON.stringify(ids)]), toJob, (r) => r.id);
+      return { jobs: sound, damaged };
     },
     async findInOrg(orgId, id) {
       const row = await db.one(IN_ORG, [orgId, id]);

@@ -1,7 +1,7 @@
 import { StreamEvent, type JobAssignment, type JobCancelEvent, type StreamReplacedEvent } from '@drover/shared';
 import type { AgentRepository } from '../model/agents.js';
 import { isOpenJobStatus, type Job, type JobRepository, type OpenJobSummary } from '../model/jobs.js';
-import { batchLoader } from '../../util/batch-loader.js';
+import { jobLoader } from '../jobs/job-loader.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { FailureLog } from '../../util/failure-log.js';
 import type { AgentEvents } from './agent-events.js';
@@ -259,7 +259,7 @@ export class StreamRegistry {
       'could not check the agents streaming here against their jobs',
       now,
     );
-    this.readJob = batchLoader(async (ids) => new Map((await options.jobs.findByIds(ids)).map((job) => [job.id, job])));
+    this.readJob = jobLoader(options.jobs, options.logger, "its agent's stream");
   }
 
   /** Subscribes to job and revocation events and starts the pings. */

@@ -274,8 +274,11 @@ export interface JobHourCount {
 
 export interface JobRepository {
   findById(id: string): Promise<Job | null>;
-  /** The jobs among `ids` that exist, in any order. */
-  findByIds(ids: readonly string[]): Promise<Job[]>;
+  /**
+   * The jobs among `ids` that exist, in any order; one whose row does not parse (a damaged
+   * database) is left out and named in `damaged`, so that it does not fail the others' read.
+   */
+  findByIds(ids: readonly string[]): Promise<{ jobs: Job[]; damaged: DamagedRow[] }>;
   findInOrg(orgId: string, id: string): Promise<Job | null>;
   /** Trigger jobs (never update jobs) of an organization, newest first. */
   listTriggerJobs(orgId: string, query: JobListQuery): Promise<Job[]>;

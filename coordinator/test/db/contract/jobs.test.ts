@@ -432,10 +432,11 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
     it('reads many jobs by id at once, the unknown ones left out', async () => {
       const a = await insertJob();
       const b = await insertJob({ agentId: otherAgentId, kind: 'update', triggerId: null });
-      const found = await repos().jobs.findByIds([b.id, newId(), a.id, a.id]);
+      const { jobs: found, damaged } = await repos().jobs.findByIds([b.id, newId(), a.id, a.id]);
       expect(found.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
       expect(found.find((j) => j.id === b.id)).toEqual(await repos().jobs.findById(b.id));
-      expect(await repos().jobs.findByIds([])).toEqual([]);
+      expect(damaged).toEqual([]);
+      expect(await repos().jobs.findByIds([])).toEqual({ jobs: [], damaged: [] });
     });
 
     it('lists trigger jobs newest first with filters and a cursor, never update jobs', async () => {
@@ -489,7 +490,7 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
 
     // Only a SQLite file can hold one: PostgreSQL's columns are of type json.
     it.skipIf(kind === 'postgres')(
-      "leaves out of an agent's open jobs one whose row does not parse (a damaged database), naming it",
+      "leaves out of an agent's open jobs, and of jobs read by id, one whose row does not parse (a damaged database), naming it",
       async () => {
         const a = await insertJob();
         const b = await insertJob();
@@ -498,6 +499,10 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
         const listed = await repos().jobs.listOpenForAgent(agentId);
         expect(listed.jobs.map((j) => j.id)).toEqual([a.id, c.id]);
         expect(listed.damaged).toEqual([{ id: b.id, column: 'jobs.params', error: expect.any(DamagedColumnError) }]);
+        // Read by id with others (a stream's sends, a batch's progress), it leaves them be.
+        const read = await repos().jobs.findByIds([a.id, b.id, c.id]);
+        expect(read.jobs.map((j) => j.id).sort()).toEqual([a.id, c.id].sort());
+        expect(read.damaged).toEqual([{ id: b.id, column: 'jobs.params', error: expect.any(DamagedColumnError) }]);
       },
     );
 

@@ -142,7 +142,7 @@ function setup(
       await readGate;
       const found = ids.flatMap((id) => jobs.get(id) ?? []);
       await answerGate;
-      return found;
+      return { jobs: found, damaged: [] };
     },
   } as unknown as JobRepository;
   // The other coordinators on the database, as the cluster relay would bring their events.

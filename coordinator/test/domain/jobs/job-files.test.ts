@@ -114,7 +114,7 @@ describe('the stream with prepareAssignment', () => {
     const repo = {
       listOpenForAgent: async () => ({ jobs: [], damaged: [] }),
       listUnconfirmedCancels: async () => [],
-      findByIds: async (ids: readonly string[]) => ids.flatMap((id) => jobs.get(id) ?? []),
+      findByIds: async (ids: readonly string[]) => ({ jobs: ids.flatMap((id) => jobs.get(id) ?? []), damaged: [] }),
     } as unknown as JobRepository;
     const jobEvents = new JobEvents();
     const errors: string[] = [];
