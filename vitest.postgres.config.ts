@@ -36,6 +36,7 @@ export const SAME_ON_BOTH_PASSES = [
   'test/e2e/fleet-cluster.test.ts',
   'test/e2e/database-url.test.ts',
   'test/e2e/postgres-run.test.ts',
+  'test/e2e/ota-rollout-yank-race.test.ts',
   // From a coordinator on SQLite to PostgreSQL, by design.
   'test/e2e/copy-data.test.ts',
   // The systemd units, read as text.

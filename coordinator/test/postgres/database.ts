@@ -127,3 +127,20 @@ export async function queryDatabase<R extends object>(url: string, sql: string):
     await client.end();
   }
 }
+
+/** A connection of its own to the database of `url`, to hold a transaction (a row lock) across a test's steps. */
+export interface TestSession {
+  query<R extends object>(sql: string, params?: unknown[]): Promise<R[]>;
+  end(): Promise<void>;
+}
+
+export async function sessionOf(url: string): Promise<TestSession> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  return {
+    async query<R extends object>(sql: string, params: unknown[] = []) {
+      return (await client.query<R>(sql, params)).rows;
+    },
+    end: () => client.end(),
+  };
+}

@@ -100,7 +100,7 @@ const LIST = query<ReleaseRow, { appId: string; channel: string | null; status: 
 export const PUBLISH = command<[string, string, string]>(
   "UPDATE releases SET status = 'published', published_at = ? WHERE application_id = ? AND id = ? AND status = 'draft'",
 );
-const YANK = command<[string, string, string]>(
+export const YANK = command<[string, string, string]>(
   `UPDATE releases SET status = 'yanked', yanked_at = ?
    WHERE application_id = ? AND id = ? AND status IN ('draft', 'published')`,
 );
@@ -196,9 +196,6 @@ export function createReleaseRepository(
     },
     publish(applicationId, id, at) {
       return change(applicationId, id, PUBLISH, [at, applicationId, id]);
-    },
-    yank(applicationId, id, at) {
-      return change(applicationId, id, YANK, [at, applicationId, id]);
     },
     updateDraft(applicationId, id, patch) {
       return change(applicationId, id, UPDATE_DRAFT, [

@@ -7,11 +7,12 @@ import type {
   RolloutStatus,
   StartRollout,
   WaveCounts,
+  YankRelease,
 } from '../../domain/model/rollouts.js';
 import { mapSoundRows, parseJsonColumnOf } from '../../util/json.js';
 import { all, command, json, jsonRecords, one, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { lockApplication } from './parent-locks.js';
-import { IN_APP, IN_APP_LOCKED, PUBLISH, toRelease } from './releases.js';
+import { IN_APP, IN_APP_LOCKED, PUBLISH, toRelease, YANK } from './releases.js';
 
 interface RolloutRow {
   release_id: string;
@@ -106,6 +107,11 @@ const MOVE = command<Record<string, unknown>>(
   `UPDATE rollouts SET status = @status, current_wave = @currentWave, accepted_wave = @acceptedWave,
      paused_reason = @pausedReason, wave_times = @waveTimes, ended_at = @endedAt
    WHERE release_id = @releaseId AND status = @fromStatus AND current_wave = @fromWave`,
+);
+/** Ends the release's unfinished rollout, whichever move came last (PostgreSQL checks the status again on the row). */
+const ABORT = query<RolloutRow, [string, string]>(
+  `UPDATE rollouts SET status = 'aborted', paused_reason = NULL, ended_at = ?
+   WHERE release_id = ? AND status IN ('running', 'paused') RETURNING *`,
 );
 const UNFINISHED_OF_CHANNEL = values<string, [string, string, string]>(
   (d) => `SELECT release_id FROM rollouts WHERE application_id = ? AND channel = ? AND release_id <> ?
@@ -218,6 +224,20 @@ export function createRolloutRepository(db: Database): RolloutRepository {
             detail: `${devices.length} devices in waves of ${plan.waves.join(', ')} %`,
           });
           return { outcome: 'started', release, rollout: toRollout((yield* one(BY_RELEASE, [releaseId]))!) };
+        },
+        { immediate: true },
+      );
+    },
+    yank({ applicationId, releaseId, at, by }) {
+      return db.transaction(
+        function* (): Flow<YankRelease> {
+          if (!(yield* one(IN_APP_LOCKED, [applicationId, releaseId]))) return { outcome: 'not_found' };
+          const applied = (yield* run(YANK, [at, applicationId, releaseId])) === 1;
+          const release = toRelease((yield* one(IN_APP, [applicationId, releaseId]))!);
+          if (!applied) return { outcome: 'conflict', release };
+          const aborted = yield* one(ABORT, [at, releaseId]);
+          if (aborted) yield* event(releaseId, { at, event: 'abort', by, detail: 'the release was yanked' });
+          return { outcome: 'applied', release, aborted: aborted ? toRollout(aborted) : null };
         },
         { immediate: true },
       );

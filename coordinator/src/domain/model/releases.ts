@@ -111,8 +111,6 @@ export interface ReleaseRepository {
   list(applicationId: string, filter?: ReleaseListFilter): Promise<Release[]>;
   /** draft → published. */
   publish(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
-  /** published → yanked. */
-  yank(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
   /** Changes a draft; a published or yanked release is immutable (`conflict`). */
   updateDraft(applicationId: string, id: string, patch: DraftPatch): Promise<ReleaseChange>;
 }

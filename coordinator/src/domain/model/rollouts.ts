@@ -86,6 +86,12 @@ export type StartRollout =
   | { outcome: 'conflict'; release: Release }
   | { outcome: 'not_found' };
 
+/** A yank: `aborted` is the release's rollout it ended (null: it had none unfinished). */
+export type YankRelease =
+  | { outcome: 'applied'; release: Release; aborted: Rollout | null }
+  | { outcome: 'conflict'; release: Release }
+  | { outcome: 'not_found' };
+
 export interface RolloutRepository {
   /**
    * Publishes the draft and starts its rollout in one transaction: the channel's devices counted
@@ -99,6 +105,12 @@ export interface RolloutRepository {
     by: string;
     assign: (bindingIds: readonly string[]) => { bindingId: string; wave: number }[];
   }): Promise<StartRollout>;
+  /**
+   * Yanks the release (draft or published → yanked) and ends its unfinished rollout (running or
+   * paused) `aborted` in one transaction, the history's entry by `by`: no move of the rollout
+   * comes between the two, so it never goes on (or waits, paused) on a yanked release.
+   */
+  yank(input: { applicationId: string; releaseId: string; at: string; by: string }): Promise<YankRelease>;
   find(releaseId: string): Promise<Rollout | null>;
   /** Whether a rollout of the application withholds its release from some devices (any rollout but a completed one). */
   withholdsAny(applicationId: string): Promise<boolean>;

@@ -12,6 +12,7 @@ import type {
 import { AppError, invalid, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
+import type { Rollout, YankRelease } from '../model/rollouts.js';
 import type { OtaContext } from './context.js';
 
 /**
@@ -100,7 +101,7 @@ const TRANSITION_CONFLICT: Record<'publish' | 'yank' | 'update', Partial<Record<
   },
 };
 
-function settle(change: ReleaseChange, move: 'publish' | 'yank' | 'update'): Release {
+function settle(change: ReleaseChange | YankRelease, move: 'publish' | 'yank' | 'update'): Release {
   if (change.outcome === 'not_found') throw notFound('Release');
   if (change.outcome === 'conflict') {
     const message = TRANSITION_CONFLICT[move][change.release.status] ?? `The release is ${change.release.status}`;
@@ -127,12 +128,19 @@ export async function publishRelease(ctx: OtaContext, app: Application, releaseI
 /**
  * published → yanked, then the devices converge to the previous published release. A draft can
  * be yanked too, which withdraws it before anyone got it and frees its artifact for deletion
- * (docs/ota.md: "yank the release first"). 409 for a release already yanked.
+ * (docs/ota.md: "yank the release first"). 409 for a release already yanked. Its unfinished
+ * rollout ends `aborted` with it, in its transaction (`aborted`; `by` is in its history).
  */
-export async function yankRelease(ctx: OtaContext, app: Application, releaseId: string): Promise<Release> {
-  const release = settle(await ctx.repos.releases.yank(app.id, releaseId, isoNow(ctx.clock)), 'yank');
+export async function yankRelease(
+  ctx: OtaContext,
+  app: Application,
+  releaseId: string,
+  by: string,
+): Promise<{ release: Release; aborted: Rollout | null }> {
+  const yanked = await ctx.repos.rollouts.yank({ applicationId: app.id, releaseId, at: isoNow(ctx.clock), by });
+  const release = settle(yanked, 'yank');
   await reevaluate(ctx, release, 'yank');
-  return release;
+  return { release, aborted: yanked.outcome === 'applied' ? yanked.aborted : null };
 }
 
 /** Changes a draft; 409 for a published or yanked release. `changed` names the fields that differ. */

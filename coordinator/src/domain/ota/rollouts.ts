@@ -166,10 +166,10 @@ export class RolloutService {
     return release;
   }
 
-  /** Yanks a release (docs/ota.md); its unfinished rollout ends `aborted`. */
+  /** Yanks a release (docs/ota.md); its unfinished rollout ends `aborted` with it (one transaction). */
   async yank(app: Application, releaseId: string, actor: { userId: string }): Promise<Release> {
-    const release = await yankRelease(this.options.ctx, app, releaseId);
-    await this.yanked(release, actor);
+    const { release, aborted } = await yankRelease(this.options.ctx, app, releaseId, actor.userId);
+    if (aborted) await this.audit(actor, 'release.rollout.abort', aborted, { reason: 'yanked' });
     return release;
   }
 
@@ -183,24 +183,6 @@ export class RolloutService {
       isoNow(ctx.clock),
     );
     if (ended.length > 0) this.options.logger.info({ releases: ended, by: release.id }, 'rollouts superseded');
-  }
-
-  /** The release was yanked: its unfinished rollout ends `aborted`, the history saying why. */
-  private async yanked(release: Release, actor: { userId: string }): Promise<void> {
-    const rollout = await this.options.ctx.repos.rollouts.find(release.id);
-    if (!rollout || !MOVE_FROM.abort.includes(rollout.status)) return;
-    const at = isoNow(this.options.ctx.clock);
-    const moved = await this.move(
-      rollout,
-      { status: 'aborted', pausedReason: null, endedAt: at },
-      {
-        at,
-        event: 'abort',
-        by: actor.userId,
-        detail: 'the release was yanked',
-      },
-    );
-    if (moved) await this.audit(actor, 'release.rollout.abort', moved, { reason: 'yanked' });
   }
 
   async view(app: Application, releaseId: string): Promise<RolloutView> {

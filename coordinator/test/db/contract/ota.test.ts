@@ -181,9 +181,16 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect((await t.repos.releases.updateDraft(a.id, id, { channel: 'beta' })).outcome).toBe('conflict');
     expect(await t.repos.releases.list(a.id, { status: 'published', channel: 'stable' })).toHaveLength(1);
     expect(await t.repos.releases.list(a.id, { channel: 'beta' })).toEqual([]);
-    const yanked = await t.repos.releases.yank(a.id, id, iso(4));
-    expect(yanked).toMatchObject({ outcome: 'applied', release: { status: 'yanked', yankedAt: iso(4) } });
-    expect(await t.repos.releases.yank(newId(), id, iso(5))).toEqual({ outcome: 'not_found' });
+    const yank = (applicationId: string, at: string) =>
+      t.repos.rollouts.yank({ applicationId, releaseId: id, at, by: 'user-1' });
+    const yanked = await yank(a.id, iso(4));
+    expect(yanked).toMatchObject({
+      outcome: 'applied',
+      release: { status: 'yanked', yankedAt: iso(4) },
+      aborted: null,
+    });
+    expect(await yank(a.id, iso(5))).toMatchObject({ outcome: 'conflict', release: { yankedAt: iso(4) } });
+    expect(await yank(newId(), iso(5))).toEqual({ outcome: 'not_found' });
     expect(await t.repos.releases.findInApp(a.id, id)).toMatchObject({ status: 'yanked' });
   });
 
@@ -613,6 +620,57 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     // Once the rollout has ended, its jobs age out as any other.
     await t.exec(`UPDATE rollouts SET status = 'aborted', ended_at = '${iso(6)}' WHERE release_id = '${r.id}'`);
     expect((await sweep()).deleted.jobs).toBe(1);
+  });
+
+  it("ends a rollout aborted in the transaction of its release's yank: a move read before it moves nothing after", async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    await bindAll(a.id, [agentId, await enroll(t.repos, orgId, iso(0))], iso(1));
+    const plan = { waves: [50, 100], soakSeconds: 3600, maxFailureRate: 0.5, minAttempts: 1 };
+    for (const [round, status] of (['running', 'paused'] as const).entries()) {
+      const created = await t.repos.releases.create(release(a.id, await artifact(), { version: `1.${round}.0` }));
+      const r = created.outcome === 'created' ? created.release : null!;
+      await t.repos.rollouts.publish({
+        applicationId: a.id,
+        releaseId: r.id,
+        plan,
+        at: iso(2),
+        by: 'user-1',
+        assign: (ids) => ids.map((bindingId, i) => ({ bindingId, wave: i })),
+      });
+      if (status === 'paused') {
+        await t.repos.rollouts.move(r.id, {
+          from: { status: 'running', currentWave: 0 },
+          to: { status: 'paused', pausedReason: 'operator' },
+          event: { at: iso(3), event: 'pause', by: 'user-1', detail: null },
+        });
+      }
+      // Read by an operator's move or a coordinator's look, before the yank...
+      const seen = (await t.repos.rollouts.find(r.id))!;
+      const yanked = await t.other.rollouts.yank({ applicationId: a.id, releaseId: r.id, at: iso(4), by: 'user-2' });
+      expect(yanked).toMatchObject({
+        outcome: 'applied',
+        release: { status: 'yanked' },
+        aborted: { releaseId: r.id, status: 'aborted', pausedReason: null, endedAt: iso(4), currentWave: 0 },
+      });
+      // ...and written after it: the rollout stays aborted.
+      expect(
+        await t.repos.rollouts.move(r.id, {
+          from: { status: seen.status, currentWave: seen.currentWave },
+          to: { status: 'running', pausedReason: null, currentWave: 1 },
+          event: { at: iso(5), event: 'advance', by: 'system', detail: null },
+        }),
+      ).toBeNull();
+      expect(await t.repos.rollouts.find(r.id)).toMatchObject({ status: 'aborted', currentWave: 0 });
+      expect((await t.repos.rollouts.history(r.id)).at(-1)).toEqual({
+        at: iso(4),
+        event: 'abort',
+        by: 'user-2',
+        detail: 'the release was yanked',
+      });
+    }
+    expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([]);
+    expect(await t.repos.rollouts.listRunning()).toEqual({ rollouts: [], damaged: [] });
   });
 
   it("leaves the devices of revoked agents out of a rollout's waves (they get no update)", async () => {

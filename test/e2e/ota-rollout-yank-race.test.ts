@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  freshPostgresDatabase,
+  sessionOf,
+  type TestDatabase,
+  type TestSession,
+} from '../../coordinator/test/postgres/database.js';
+import { enrollTestAgent } from '../helpers/agent.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiResponse } from '../helpers/http.js';
+import {
+  artifactUploader,
+  bindDevices,
+  createApp,
+  createRelease,
+  uploadArtifact,
+  type AppBody,
+} from '../helpers/ota.js';
+import { eventually } from '../helpers/poll.js';
+
+/**
+ * A yank and another move of its rollout at once, on PostgreSQL (several coordinators share one
+ * database; a coordinator's requests run side by side): the test holds the rollout's row locked
+ * while an operator's pause and then the yank reach it, so the pause moves the rollout first and
+ * the yank comes after it, as it would when the pause lands between the yank's read of the
+ * rollout and its write. The yank still ends the rollout aborted: a rollout left paused (or
+ * running) on a yanked release never ends, stays in the overview's rollouts in progress, and can
+ * be resumed and advanced.
+ */
+
+let database: TestDatabase;
+let t: TestCoordinator;
+let lock: TestSession;
+let app: AppBody;
+
+beforeAll(async () => {
+  database = await freshPostgresDatabase({ migrated: true });
+  t = await startTestCoordinator({
+    env: { DROVER_DATABASE_URL: database.url, DROVER_DATABASE_POOL_SIZE: '6' },
+  });
+  lock = await sessionOf(database.url);
+  app = await createApp(t.owner, t.orgId, { slug: 'gateway', updateWorkflowName: 'apply-update' });
+  const agents = [];
+  for (let i = 0; i < 2; i++) agents.push(await enrollTestAgent(t.owner, t.orgId));
+  await bindDevices(
+    t.owner,
+    t.orgId,
+    app.id,
+    agents.map((a) => a.agentId),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await lock?.end().catch(() => undefined);
+  await t?.close();
+  await database?.drop();
+});
+
+/** The coordinator's statements waiting for a lock the test holds. */
+async function waiting(): Promise<number> {
+  const rows = await lock.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+  );
+  return rows[0]!.n;
+}
+
+describe('a yank racing a move of its rollout', { timeout: 60_000 }, () => {
+  it('ends the rollout aborted when an operator paused it between the yank and its end', async () => {
+    const base = `/orgs/${t.orgId}/apps/${app.id}/releases`;
+    const uploader = await artifactUploader(t);
+    const artifactFileId = await uploadArtifact(uploader, 'gateway build 1.0.0', 'gateway-1.0.0.tar.gz');
+    const r = await createRelease(t.owner, t.orgId, app.id, { version: '1.0.0', artifactFileId });
+    const published = await t.owner.post(`${base}/${r.id}/publish`, {
+      body: { rollout: { waves: [50, 100], soakSeconds: 3600, maxFailureRate: 0.5 } },
+    });
+    expect(published.status, published.text).toBe(200);
+
+    await lock.query('BEGIN');
+    await lock.query('SELECT 1 FROM rollouts WHERE release_id = $1 FOR UPDATE', [r.id]);
+    let pause: Promise<ApiResponse> | undefined;
+    let yank: Promise<ApiResponse> | undefined;
+    try {
+      pause = t.owner.post(`${base}/${r.id}/rollout/pause`);
+      await eventually(
+        async () => (await waiting()) === 1,
+        10_000,
+        () => 'the pause to wait for the rollout',
+      );
+      yank = t.owner.post(`${base}/${r.id}/yank`);
+      await eventually(
+        async () => (await waiting()) === 2,
+        10_000,
+        () => 'the yank to wait for the rollout',
+      );
+    } finally {
+      await lock.query('ROLLBACK');
+    }
+    const [paused, yanked] = await Promise.all([pause, yank]);
+    expect(paused.status, paused.text).toBe(200);
+    expect(yanked.status, yanked.text).toBe(200);
+    expect(yanked.body).toMatchObject({ status: 'yanked' });
+
+    const rollout = await t.owner.get(`${base}/${r.id}/rollout`);
+    expect(rollout.body).toMatchObject({ status: 'aborted', pausedReason: null });
+    expect(rollout.body.history.map((h: { event: string }) => h.event)).toEqual(['start', 'pause', 'abort']);
+    expect((await t.owner.post(`${base}/${r.id}/rollout/resume`)).status).toBe(409);
+    const overview = await t.owner.get(`/orgs/${t.orgId}/overview`);
+    expect(JSON.stringify(overview.body)).not.toContain(r.id);
+  });
+});
