@@ -135,25 +135,27 @@ const WAVE_BINDINGS = values<string, [string, number]>(
  * The devices new in each wave (or in one, `@wave`), counted: those that run the release (or a
  * later one: their sequence is at least its), and of the others those whose update to it failed
  * (an update job for it ended `failed`, `timed_out` or `rejected`). A binding removed since is no
- * longer counted, nor is a revoked device: revocation fails its update job, which says nothing of
- * the release.
+ * longer counted, nor is one moved to another channel (the release is not desired there: its
+ * update never comes), nor is a revoked device: revocation fails its update job, which says
+ * nothing of the release.
  */
 const COUNTS = (oneWave: boolean) =>
   query<{ wave: number; devices: number; succeeded: number; failed: number }, Record<string, unknown>>(
     `SELECT rd.wave AS wave, count(*) AS devices,
        SUM(CASE WHEN COALESCE(b.current_sequence, 0) >= @sequence THEN 1 ELSE 0 END) AS succeeded,
        SUM(CASE WHEN COALESCE(b.current_sequence, 0) < @sequence AND ${UPDATE_FAILED} THEN 1 ELSE 0 END) AS failed
-     FROM rollout_devices rd JOIN device_bindings b ON b.id = rd.binding_id JOIN agents a ON a.id = b.agent_id
+     FROM ${WAVE_DEVICES}
      WHERE rd.release_id = @releaseId ${oneWave ? 'AND rd.wave = @wave' : ''} AND a.status <> 'revoked'
      GROUP BY rd.wave ORDER BY rd.wave`,
   );
+/** A rollout's devices (`rd`) still bound on its channel (`b`), with their agents (`a`) (COUNTS, FAILED_DEVICES). */
+const WAVE_DEVICES = `rollout_devices rd JOIN rollouts r ON r.release_id = rd.release_id
+  JOIN device_bindings b ON b.id = rd.binding_id AND b.channel = r.channel JOIN agents a ON a.id = b.agent_id`;
 /** The update to the release failed for the rollout device `rd` (COUNTS, FAILED_DEVICES). */
 const UPDATE_FAILED = `EXISTS (SELECT 1 FROM update_jobs u JOIN jobs j ON j.id = u.job_id
   WHERE u.binding_id = rd.binding_id AND u.release_id = rd.release_id AND j.status IN ('failed', 'timed_out', 'rejected'))`;
 const FAILED_DEVICES = values<string, Record<string, unknown>>(
-  (
-    d,
-  ) => `SELECT a.name FROM rollout_devices rd JOIN device_bindings b ON b.id = rd.binding_id JOIN agents a ON a.id = b.agent_id
+  (d) => `SELECT a.name FROM ${WAVE_DEVICES}
    WHERE rd.release_id = @releaseId AND rd.wave = @wave AND a.status <> 'revoked'
      AND COALESCE(b.current_sequence, 0) < @sequence AND ${UPDATE_FAILED}
    ORDER BY a.name${d.byteOrder} LIMIT @limit`,

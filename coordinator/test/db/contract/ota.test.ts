@@ -697,6 +697,36 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(offered).toEqual([[ids[0]!, ids[2]!].sort()]);
   });
 
+  it("leaves a device moved to another channel since out of its rollout's counts (it never gets the release)", async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const agents = [agentId, await enroll(t.repos, orgId, iso(0)), await enroll(t.repos, orgId, iso(0))];
+    const ids = await bindAll(a.id, agents, iso(1));
+    const created = await t.repos.releases.create(release(a.id, await artifact()));
+    const r = created.outcome === 'created' ? created.release : null!;
+    await t.repos.rollouts.publish({
+      applicationId: a.id,
+      releaseId: r.id,
+      plan: { waves: [67, 100], soakSeconds: 0, maxFailureRate: 0.5, minAttempts: 1 },
+      at: iso(2),
+      by: 'user-1',
+      assign: (bindingIds) => bindingIds.map((bindingId) => ({ bindingId, wave: bindingId === ids[2] ? 1 : 0 })),
+    });
+    const [done, moved] = [ids[0]!, ids[1]!];
+    await t.exec(`UPDATE device_bindings SET current_sequence = ${r.sequence} WHERE id = '${done}'`);
+    expect(await t.repos.deviceBindings.changeChannel(a.id, moved, 'beta')).toMatchObject({ channel: 'beta' });
+    // Wave 1 ended: one device runs the release, the other is on `beta` now, where it is not desired.
+    expect(await t.repos.rollouts.countsOfWave(r.id, r.sequence, 0)).toEqual({ devices: 1, succeeded: 1, failed: 0 });
+    expect((await t.repos.rollouts.waveCounts(r.id, r.sequence)).get(0)).toEqual({
+      devices: 1,
+      succeeded: 1,
+      failed: 0,
+    });
+    // Back on the channel, it counts again (and is given the release again).
+    await t.repos.deviceBindings.changeChannel(a.id, moved, 'stable');
+    expect(await t.repos.rollouts.countsOfWave(r.id, r.sequence, 0)).toEqual({ devices: 2, succeeded: 1, failed: 0 });
+  });
+
   describe('device groups', () => {
     const labelled = async (labels: Record<string, string>) => {
       const id = await enroll(t.repos, orgId, iso(0));
