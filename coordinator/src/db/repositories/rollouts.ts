@@ -113,9 +113,18 @@ const ABORT = query<RolloutRow, [string, string]>(
   `UPDATE rollouts SET status = 'aborted', paused_reason = NULL, ended_at = ?
    WHERE release_id = ? AND status IN ('running', 'paused') RETURNING *`,
 );
-const UNFINISHED_OF_CHANNEL = values<string, [string, string, string]>(
+/**
+ * The channel's unfinished rollouts of releases published before `?` (the last parameter): earlier,
+ * or at the same instant with a lower sequence. Two publishes at once each end the other's
+ * rollouts after their own commit, in either order: the last published keeps its rollout.
+ */
+const UNFINISHED_OF_CHANNEL = values<string, [string, string, string, string]>(
   (d) => `SELECT release_id FROM rollouts WHERE application_id = ? AND channel = ? AND release_id <> ?
-     AND status IN ('running', 'paused') ORDER BY release_id ${d.forUpdate}`,
+     AND status IN ('running', 'paused')
+     AND EXISTS (SELECT 1 FROM releases o JOIN releases n ON n.id = ?
+       WHERE o.id = rollouts.release_id
+         AND (o.published_at < n.published_at OR (o.published_at = n.published_at AND o.sequence < n.sequence)))
+     ORDER BY release_id ${d.forUpdate}`,
 );
 const SUPERSEDE = command<[string, string]>(
   `UPDATE rollouts SET status = 'superseded', paused_reason = NULL, ended_at = ?
@@ -311,7 +320,7 @@ export function createRolloutRepository(db: Database): RolloutRepository {
       return db.transaction(
         function* (): Flow<string[]> {
           const ended: string[] = [];
-          for (const releaseId of yield* all(UNFINISHED_OF_CHANNEL, [applicationId, channel, except])) {
+          for (const releaseId of yield* all(UNFINISHED_OF_CHANNEL, [applicationId, channel, except, except])) {
             if ((yield* run(SUPERSEDE, [at, releaseId])) !== 1) continue;
             yield* event(releaseId, {
               at,

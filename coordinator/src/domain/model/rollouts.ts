@@ -139,7 +139,8 @@ export interface RolloutRepository {
   failedDevicesOfWave(releaseId: string, releaseSequence: number, wave: number, limit: number): Promise<string[]>;
   /**
    * Ends the unfinished (running or paused) rollouts of the application's channel but `except`'s,
-   * as superseded; gives the release ids of those ended.
+   * as superseded, of releases published before `except` (earlier, or at its instant with a lower
+   * sequence); gives the release ids of those ended.
    */
   supersede(applicationId: string, channel: string, except: string, at: string): Promise<string[]>;
   /**

@@ -575,6 +575,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     // Another release of the channel ends it as superseded, once.
     const next = await t.repos.releases.create(release(a.id, await artifact(), { version: '2.0.0' }));
     const nextId = next.outcome === 'created' ? next.release.id : '';
+    await t.repos.releases.publish(a.id, nextId, iso(4));
     const ended = await Promise.all([
       t.repos.rollouts.supersede(a.id, 'stable', nextId, iso(4)),
       t.other.rollouts.supersede(a.id, 'stable', nextId, iso(4)),
@@ -671,6 +672,40 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     }
     expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([]);
     expect(await t.repos.rollouts.listRunning()).toEqual({ rollouts: [], damaged: [] });
+  });
+
+  it('keeps the rollout of the release published last when the publishes end the others in another order', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    await bindAll(a.id, [agentId, await enroll(t.repos, orgId, iso(0))], iso(1));
+    const publish = async (version: string, at: string) => {
+      const created = await t.repos.releases.create(release(a.id, await artifact(), { version }));
+      const releaseId = created.outcome === 'created' ? created.release.id : '';
+      const started = await t.repos.rollouts.publish({
+        applicationId: a.id,
+        releaseId,
+        plan: { waves: [50, 100], soakSeconds: 3600, maxFailureRate: 0.5, minAttempts: 1 },
+        at,
+        by: 'user-1',
+        assign: (ids) => ids.map((bindingId, i) => ({ bindingId, wave: i })),
+      });
+      expect(started.outcome).toBe('started');
+      return releaseId;
+    };
+    const status = async (id: string) => (await t.repos.rollouts.find(id))?.status;
+    // Two publishes at once, each then ending the channel's other rollouts: the later publish's
+    // ending ran first (its request was quicker), the earlier one's after it.
+    const first = await publish('1.0.0', iso(2));
+    const second = await publish('2.0.0', iso(3));
+    expect(await t.other.rollouts.supersede(a.id, 'stable', second, iso(4))).toEqual([first]);
+    expect(await t.repos.rollouts.supersede(a.id, 'stable', first, iso(4))).toEqual([]);
+    expect([await status(first), await status(second)]).toEqual(['superseded', 'running']);
+    // Published at the same instant: the higher sequence is the later one.
+    const third = await publish('3.0.0', iso(5));
+    const fourth = await publish('4.0.0', iso(5));
+    expect(await t.repos.rollouts.supersede(a.id, 'stable', third, iso(6))).toEqual([second]);
+    expect(await t.other.rollouts.supersede(a.id, 'stable', fourth, iso(6))).toEqual([third]);
+    expect([await status(third), await status(fourth)]).toEqual(['superseded', 'running']);
   });
 
   it("leaves the devices of revoked agents out of a rollout's waves (they get no update)", async () => {
