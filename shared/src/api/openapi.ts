@@ -1578,7 +1578,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Yank a published release: devices converge to the previous one; its unfinished rollout ends aborted (409 unless published) */
+    /** Yank a release (a draft, to withdraw it; a published one: devices converge to the previous one, its unfinished rollout ends aborted); 409 once yanked */
     post: operations['yankRelease'];
     delete?: never;
     options?: never;

@@ -205,7 +205,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         operationId: 'yankRelease',
         summary:
-          'Yank a published release: devices converge to the previous one; its unfinished rollout ends aborted (409 unless published)',
+          'Yank a release (a draft, to withdraw it; a published one: devices converge to the previous one, its unfinished rollout ends aborted); 409 once yanked',
         tags: ['dashboard'],
         params: releaseParams,
         querystring: noQuery,
