@@ -29,6 +29,22 @@ export const pageResponse = <T extends { examples: readonly unknown[] }>(items: 
     headers: { [NEXT_CURSOR_HEADER]: { type: 'string', description: `present when more ${what} follow` } },
   }) as const;
 
+/** A page's 200 response schema that also says, in `x-total-count`, how many `what` match on every page. */
+export const countedPageResponse = <T extends { examples: readonly unknown[] }>(items: T, what: string) => {
+  const page = pageResponse(items, what);
+  return {
+    ...page,
+    headers: {
+      ...page.headers,
+      [TOTAL_COUNT_HEADER]: {
+        type: 'string',
+        pattern: '^[0-9]+$',
+        description: `how many ${what} match the filters, on every page (a whole number)`,
+      },
+    },
+  } as const;
+};
+
 /** The key a cursor stands for (items strictly below it come next); 422 for anything else. */
 export function parseCursor(cursor: string | undefined): number | undefined {
   if (cursor === undefined) return undefined;

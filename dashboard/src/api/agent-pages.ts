@@ -1,5 +1,6 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import { api, apiPage, apiPath, type Page } from './client';
+import { namesByIdQuery } from './names-by-id';
 import { AGENT_DIRECTORY_REFRESH_MS, LIVE_REFRESH_MS } from './refresh';
 import type { Agent, Workflow } from './types';
 
@@ -53,37 +54,12 @@ export const agentCountQuery = (orgId: string) =>
     refetchInterval: LIVE_REFRESH_MS,
   });
 
-/** The most agent ids one read of the agents list names (`?id=`; the coordinator's AGENTS_MAX_IDS). */
-const NAMES_PER_READ = 200;
-/** What the coordinator takes as an agent id (an audit entry's metadata may hold anything). */
-const AGENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
- * The names of the agents of these ids (`GET /orgs/:orgId/agents?id=…`, 200 ids a read): what a
- * page of jobs, triggers or audit entries reads to name the agents it shows, where it read every
- * agent of the organization before (1.7 MB for 5,000). An id of no agent has no name. Under the
- * agents list's key: a rename made in this dashboard refreshes it; otherwise as often as the agents
- * directory, the previous names kept while the next ids are read.
+ * The names of the agents of these ids, 200 a read (namesByIdQuery), refreshed as often as the
+ * agents directory.
  */
-export const agentNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) => {
-  const wanted = [...new Set([...ids].filter((id): id is string => !!id && AGENT_ID.test(id)))].sort();
-  return queryOptions({
-    queryKey: ['orgs', orgId, 'agents', { names: wanted }],
-    queryFn: async (): Promise<Map<string, string>> => {
-      const names = new Map<string, string>();
-      for (let i = 0; i < wanted.length; i += NAMES_PER_READ) {
-        const query = new URLSearchParams(wanted.slice(i, i + NAMES_PER_READ).map((id) => ['id', id]));
-        for (const agent of await api<Agent[]>('GET', apiPath`/orgs/${orgId}/agents?${query}`)) {
-          names.set(agent.id, agent.name);
-        }
-      }
-      return names;
-    },
-    enabled: wanted.length > 0,
-    placeholderData: keepPreviousData,
-    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
-  });
-};
+export const agentNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) =>
+  namesByIdQuery(orgId, 'agents', ids, AGENT_DIRECTORY_REFRESH_MS);
 
 /**
  * How many agents a selector trigger runs on now: those its selector matches, revoked ones left out

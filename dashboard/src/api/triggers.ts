@@ -1,6 +1,7 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath, type Page } from './client';
+import { namesByIdQuery } from './names-by-id';
 import { TRIGGERS_REFRESH_MS } from './refresh';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
@@ -79,35 +80,12 @@ export const triggersOfTypeQuery = (orgId: string, type: TriggerType) =>
     queryFn: () => api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers?${new URLSearchParams({ type })}`),
   });
 
-/** The most trigger ids one read of the triggers list names (`?id=`; the coordinator's TRIGGERS_MAX_IDS). */
-const NAMES_PER_READ = 200;
-/** What the coordinator takes as a trigger id (an audit entry's metadata may hold anything). */
-const TRIGGER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
- * The names of the triggers of these ids (`GET /orgs/:orgId/triggers?id=…`, 200 ids a read): what a
- * page of jobs, batches, audit entries or API tokens reads to name the triggers it shows, where it
- * read every trigger of the organization before. An id of no trigger (a deleted one) has no name;
- * undefined while the names load.
+ * The names of the triggers of these ids, 200 a read (namesByIdQuery): a deleted trigger has none.
+ * Read once for the ids a page shows.
  */
-export const triggerNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) => {
-  const wanted = [...new Set([...ids].filter((id): id is string => !!id && TRIGGER_ID.test(id)))].sort();
-  return queryOptions({
-    queryKey: ['orgs', orgId, 'triggers', { names: wanted }],
-    queryFn: async (): Promise<Map<string, string>> => {
-      const names = new Map<string, string>();
-      for (let i = 0; i < wanted.length; i += NAMES_PER_READ) {
-        const query = new URLSearchParams(wanted.slice(i, i + NAMES_PER_READ).map((id) => ['id', id]));
-        for (const trigger of await api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers?${query}`)) {
-          names.set(trigger.id, trigger.name);
-        }
-      }
-      return names;
-    },
-    enabled: wanted.length > 0,
-    placeholderData: keepPreviousData,
-  });
-};
+export const triggerNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) =>
+  namesByIdQuery(orgId, 'triggers', ids, false);
 
 /** The most triggers a picker offers at once: more are found by typing more of the name. */
 export const TRIGGER_PICKS = 20;

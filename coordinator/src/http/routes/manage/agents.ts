@@ -11,7 +11,7 @@ import { AgentSchema, labelsSchema, noQuery } from '../../schemas/management.js'
 import {
   cursorQueryProperty,
   NEXT_CURSOR_HEADER,
-  pageResponse,
+  countedPageResponse,
   parseCursor,
   TOTAL_COUNT_HEADER,
 } from '../../pagination.js';
@@ -24,18 +24,7 @@ export const AGENTS_MAX_LIMIT = 500;
 /** The most agent ids one read of the list names (`?id=…&id=…`): a page of jobs or audit entries. */
 export const AGENTS_MAX_IDS = 200;
 
-const pagedAgents = pageResponse(AgentSchema, 'agents');
-const agentPage = {
-  ...pagedAgents,
-  headers: {
-    ...pagedAgents.headers,
-    [TOTAL_COUNT_HEADER]: {
-      type: 'string',
-      pattern: '^[0-9]+$',
-      description: 'how many agents match the filters, on every page (a whole number)',
-    },
-  },
-} as const;
+const agentPage = countedPageResponse(AgentSchema, 'agents');
 
 interface AgentListQuery {
   selector?: string;

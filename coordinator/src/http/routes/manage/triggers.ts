@@ -17,6 +17,7 @@ import { isoAt, LAST_STORABLE_MS } from '../../../util/clock.js';
 import {
   cursorQueryProperty,
   NEXT_CURSOR_HEADER,
+  countedPageResponse,
   pageResponse,
   parseCursor,
   parsePositionCursor,
@@ -230,18 +231,7 @@ export const TRIGGERS_MAX_LIMIT = 500;
 /** The most trigger ids one read of the list names (`?id=…&id=…`): a page of jobs or API tokens. */
 export const TRIGGERS_MAX_IDS = 200;
 
-const pagedTriggers = pageResponse(TriggerSchema, 'triggers');
-const triggerPage = {
-  ...pagedTriggers,
-  headers: {
-    ...pagedTriggers.headers,
-    [TOTAL_COUNT_HEADER]: {
-      type: 'string',
-      pattern: '^[0-9]+$',
-      description: 'how many triggers match the filters, on every page (a whole number)',
-    },
-  },
-} as const;
+const triggerPage = countedPageResponse(TriggerSchema, 'triggers');
 
 interface TriggerListQuery {
   type?: TriggerType;
