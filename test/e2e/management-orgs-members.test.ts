@@ -392,6 +392,47 @@ describe('members', () => {
     expect(Object.keys(entries[4]!.metadata).sort()).toEqual(['email', 'expiresAt', 'role']);
   });
 
+  it("revokes a removed or demoted owner's pending invitations: none makes their invitee a member afterwards", async () => {
+    const orgId = (await t.owner.post('/orgs', { body: { name: 'leavers' } })).body.id;
+    const { userId: aliceId, client: alice } = await addUser(t.owner, orgId, 'alice.leaver@example.test', 'owner');
+    const { userId: bobId, client: bob } = await addUser(t.owner, orgId, 'bob.leaver@example.test', 'owner');
+    const sent = async (inviter: typeof alice, email: string) => {
+      const res = await inviter.post<{ id: string }>(`/orgs/${orgId}/members`, {
+        body: { email, password: MEMBER_PASSWORD, role: 'owner' },
+      });
+      expect(res.status).toBe(201);
+      return res.body.id;
+    };
+    const fromAlice = await sent(alice, 'alice.second@example.test');
+    const fromBob = await sent(bob, 'bob.second@example.test');
+    const fromOwner = await sent(t.owner, 'kept@example.test');
+
+    expect((await t.owner.delete(`/orgs/${orgId}/members/${aliceId}`)).status).toBe(200);
+    expect((await t.owner.patch(`/orgs/${orgId}/members/${bobId}`, { body: { role: 'member' } })).status).toBe(200);
+    const pending = await t.owner.get<{ id: string }[]>(`/orgs/${orgId}/invitations`);
+    expect(pending.body.map((i) => i.id)).toEqual([fromOwner]);
+    for (const [email, id] of [
+      ['alice.second@example.test', fromAlice],
+      ['bob.second@example.test', fromBob],
+    ] as const) {
+      const invitee = await t.api.login(email, MEMBER_PASSWORD);
+      expect((await invitee.get('/invitations')).body).toEqual([]);
+      const accepted = await invitee.post(`/invitations/${id}/accept`);
+      expect(accepted.status).toBe(410);
+      expect(accepted.body.code).toBe('invitation_revoked');
+      expect((await invitee.get(`/orgs/${orgId}`)).status).toBe(404);
+    }
+    const audit = await t.owner.get<{ action: string; targetId: string; metadata: Record<string, unknown> }[]>(
+      `/orgs/${orgId}/audit?action=invitation.revoke`,
+    );
+    expect(audit.body.map((e) => [e.targetId, e.metadata.reason]).sort()).toEqual(
+      [
+        [fromAlice, 'inviter_not_owner'],
+        [fromBob, 'inviter_not_owner'],
+      ].sort(),
+    );
+  });
+
   it('answers 404 for a user who is not a member and for a malformed user id', async () => {
     const { userId: elsewhere } = await addUser(
       t.owner,

@@ -302,6 +302,32 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('revokes the pending invitations of inviters who are no owner of the organization any more (0053)', () => {
+    const { db, all, at } = migratedBefore(53);
+    const user = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
+    const member = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
+    for (const id of ['owner', 'demoted', 'left']) user.run(id, `${id}@example.test`, 'hash', at);
+    member.run('o', 'owner', 'owner', at);
+    member.run('o', 'demoted', 'operator', at);
+    const invitation = db.prepare(
+      `INSERT INTO org_invitations (id, org_id, email, role, status, created_by, created_at, expires_at)
+       VALUES (?, 'o', ?, 'owner', ?, ?, ?, ?)`,
+    );
+    invitation.run('by-owner', 'a@example.test', 'pending', 'owner', at, at);
+    invitation.run('by-demoted', 'b@example.test', 'pending', 'demoted', at, at);
+    invitation.run('by-left', 'c@example.test', 'pending', 'left', at, at);
+    invitation.run('accepted', 'd@example.test', 'accepted', 'left', at, at);
+    migrate(db, all);
+    const rows = db.prepare('SELECT id, status, ended_at IS NOT NULL AS ended FROM org_invitations ORDER BY id').all();
+    expect(rows).toEqual([
+      { id: 'accepted', status: 'accepted', ended: 0 },
+      { id: 'by-demoted', status: 'revoked', ended: 1 },
+      { id: 'by-left', status: 'revoked', ended: 1 },
+      { id: 'by-owner', status: 'pending', ended: 0 },
+    ]);
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

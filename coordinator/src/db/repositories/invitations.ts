@@ -49,6 +49,9 @@ const IS_MEMBER = query<{ one: number }, [string, string]>(
   (d) =>
     `SELECT 1 AS one FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND ${sameEmail(d, 'u.email')}`,
 );
+const IS_OWNER = query<{ one: number }, [string, string]>(
+  "SELECT 1 AS one FROM memberships WHERE org_id = ? AND user_id = ? AND role = 'owner'",
+);
 const PENDING_OF = query<{ id: string; expires_at: string }, [string, string]>(
   (d) =>
     `SELECT id, expires_at FROM org_invitations WHERE org_id = ? AND ${sameEmail(d, 'email')} AND status = 'pending'`,
@@ -77,7 +80,9 @@ const END = command<[string, string, string]>(
  * Emails compare without case (`sameEmail`). Creating an invitation locks the organization's row
  * first (on PostgreSQL; SQLite's single writer serializes), so two coordinators inviting the same
  * email take turns: the second sees the first's pending invitation (`already_invited`) rather than
- * breaking the unique index.
+ * breaking the unique index. A role change or removal takes the same lock (orgs.ts), so an inviter
+ * demoted or removed meanwhile is seen as such (`inviter_not_owner`), and never leaves behind an
+ * invitation that the change did not revoke.
  */
 export function createInvitationRepository(db: Database): InvitationRepository {
   return {
@@ -85,6 +90,7 @@ export function createInvitationRepository(db: Database): InvitationRepository {
       const { id, orgId, email, role, createdBy, createdAt, expiresAt } = invitation;
       return db.transaction(function* () {
         yield* lockOrg(orgId);
+        if (!(yield* one(IS_OWNER, [orgId, createdBy]))) return 'inviter_not_owner' as const;
         if (yield* one(IS_MEMBER, [orgId, email])) return 'already_member' as const;
         const pending = yield* one(PENDING_OF, [orgId, email]);
         if (pending) {

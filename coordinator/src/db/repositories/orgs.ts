@@ -1,5 +1,13 @@
-import type { Member, Org, OrgRepository, Role, RoleChangeRefusal } from '../../domain/model/orgs.js';
-import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
+import type {
+  Member,
+  MemberChange,
+  Org,
+  OrgRepository,
+  RevokedInvitation,
+  Role,
+  RoleChangeRefusal,
+} from '../../domain/model/orgs.js';
+import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
 import { lockOrg } from './parent-locks.js';
 import { emailKey } from './users.js';
 
@@ -54,17 +62,29 @@ const OWNERS = query<{ n: number }, [string]>(
 const SET_ROLE = command<[Role, string, string]>('UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ?');
 const REMOVE = command<[string, string]>('DELETE FROM memberships WHERE org_id = ? AND user_id = ?');
 const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM orgs');
+/** The pending invitations a member sent, revoked when they are no owner any more (inviting is an owner's). */
+const REVOKE_INVITATIONS_OF = query<
+  { id: string; email: string; role: Role; expires_at: string },
+  { at: string; orgId: string; userId: string }
+>(
+  `UPDATE org_invitations SET status = 'revoked', ended_at = @at
+   WHERE org_id = @orgId AND created_by = @userId AND status = 'pending'
+   RETURNING id, email, role, expires_at`,
+);
 
-type ChangeOutcome = 'ok' | 'last_owner' | 'not_found';
+type ChangeOutcome = MemberChange | 'last_owner' | 'not_found';
 
 /** `refusal` decides whether a role change or removal is refused (the domain's). */
 export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): OrgRepository {
   /**
    * Sets the member's role, or removes them (`next` null), unless refused. The organization's row
    * is locked first, so that the owners counted are the ones the change leaves, on every
-   * coordinator (never two demotions that each saw another owner).
+   * coordinator (never two demotions that each saw another owner). A member who is no owner after
+   * the change loses the pending invitations they sent, in the same transaction: none of them can
+   * be accepted afterwards, on any coordinator (an invitation creation takes the same lock and
+   * checks its inviter is an owner: InvitationRepository.create).
    */
-  function* change(orgId: string, userId: string, next: Role | null): Flow<ChangeOutcome> {
+  function* change(orgId: string, userId: string, next: Role | null, at: string): Flow<ChangeOutcome> {
     yield* lockOrg(orgId);
     const current = yield* one(ROLE, [orgId, userId]);
     if (!current) return 'not_found';
@@ -72,7 +92,15 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
     if (refused) return refused;
     if (next === null) yield* run(REMOVE, [orgId, userId]);
     else yield* run(SET_ROLE, [next, orgId, userId]);
-    return 'ok';
+    if (next === 'owner') return { revokedInvitations: [] };
+    const rows = yield* all(REVOKE_INVITATIONS_OF, { at, orgId, userId });
+    const revokedInvitations: RevokedInvitation[] = rows.map((r) => ({
+      id: r.id,
+      email: r.email,
+      role: r.role,
+      expiresAt: r.expires_at,
+    }));
+    return { revokedInvitations };
   }
 
   return {
@@ -105,11 +133,11 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
     async addMember(orgId, userId, role, at) {
       return (await db.run(ADD_MEMBER, [orgId, userId, role, at])) === 1;
     },
-    setRole(orgId, userId, role) {
-      return db.transaction(() => change(orgId, userId, role));
+    setRole(orgId, userId, role, at) {
+      return db.transaction(() => change(orgId, userId, role, at));
     },
-    removeMember(orgId, userId) {
-      return db.transaction(() => change(orgId, userId, null));
+    removeMember(orgId, userId, at) {
+      return db.transaction(() => change(orgId, userId, null, at));
     },
     async count() {
       return (await db.one(COUNT, []))?.n ?? 0;

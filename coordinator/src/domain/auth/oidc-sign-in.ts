@@ -332,8 +332,8 @@ export class OidcSignInService {
           });
         }
       } else if (current !== role) {
-        const outcome = await repos.orgs.setRole(org.id, userId, role);
-        if (outcome === 'ok') {
+        const outcome = await repos.orgs.setRole(org.id, userId, role, isoAt(clock.now()));
+        if (typeof outcome === 'object') {
           await audit.record({
             ...userRecord(actor),
             action: 'member.update',
@@ -341,6 +341,22 @@ export class OidcSignInService {
             targetId: userId,
             metadata: { ...metadata, from: current, to: role },
           });
+          // A demoted owner's pending invitations went with the role (OrgRepository.setRole).
+          for (const invitation of outcome.revokedInvitations) {
+            await audit.record({
+              ...userRecord(actor),
+              action: 'invitation.revoke',
+              targetType: 'invitation',
+              targetId: invitation.id,
+              metadata: {
+                email: invitation.email,
+                role: invitation.role,
+                expiresAt: invitation.expiresAt,
+                reason: 'inviter_not_owner',
+                via: 'sso',
+              },
+            });
+          }
         } else {
           logger.warn({ org: name, userId, outcome }, 'single sign-on: the role map could not change the role');
         }

@@ -40,13 +40,15 @@ export interface InvitationRepository {
    * Records a pending invitation, in one transaction with what it depends on: `newUser`, when
    * given, is created first unless a user already has its email (whose account is left as it is);
    * a pending invitation of the same email that expired by `createdAt` is marked `expired`.
-   * Refused, with nothing written: `already_member` when the email's user belongs to the
-   * organization, `already_invited` when a pending invitation of the email has not expired.
+   * Refused, with nothing written: `inviter_not_owner` when `createdBy` is no owner of the
+   * organization (demoted or removed since the caller checked), `already_member` when the email's
+   * user belongs to the organization, `already_invited` when a pending invitation of the email has
+   * not expired.
    */
   create(
     invitation: NewInvitation,
     newUser: UserWithPassword | null,
-  ): Promise<'ok' | 'already_member' | 'already_invited'>;
+  ): Promise<'ok' | 'inviter_not_owner' | 'already_member' | 'already_invited'>;
   findById(id: string): Promise<Invitation | null>;
   /** The organization's pending invitations, expired ones included, newest first. */
   listPending(orgId: string): Promise<Invitation[]>;

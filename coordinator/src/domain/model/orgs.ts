@@ -25,6 +25,22 @@ export interface Member {
  */
 export type RoleChangeRefusal = (current: Role, next: Role | null, owners: number) => 'last_owner' | null;
 
+/** A pending invitation a role change or removal revoked: its inviter is no owner any more. */
+export interface RevokedInvitation {
+  id: string;
+  email: string;
+  role: Role;
+  expiresAt: string;
+}
+
+/**
+ * A role change or removal that was made, with the pending invitations of the member it revoked
+ * (when the member is no owner afterwards; none otherwise).
+ */
+export interface MemberChange {
+  revokedInvitations: RevokedInvitation[];
+}
+
 export interface OrgRepository {
   /** Creates the organization with `ownerId` as its owner, in one transaction. */
   create(org: Org, ownerId: string): Promise<void>;
@@ -40,9 +56,15 @@ export interface OrgRepository {
    * by accepting an invitation (InvitationRepository.accept).
    */
   addMember(orgId: string, userId: string, role: Role, at: string): Promise<boolean>;
-  /** Changes a role; refuses (returns false) to demote the last owner. */
-  setRole(orgId: string, userId: string, role: Role): Promise<'ok' | 'last_owner' | 'not_found'>;
-  /** Removes a member; refuses to remove the last owner. */
-  removeMember(orgId: string, userId: string): Promise<'ok' | 'last_owner' | 'not_found'>;
+  /**
+   * Changes a role; refuses to demote the last owner. A member who is no owner afterwards loses
+   * the pending invitations they sent (revoked at `at`), in the same transaction.
+   */
+  setRole(orgId: string, userId: string, role: Role, at: string): Promise<MemberChange | 'last_owner' | 'not_found'>;
+  /**
+   * Removes a member; refuses to remove the last owner. Their pending invitations are revoked at
+   * `at`, in the same transaction.
+   */
+  removeMember(orgId: string, userId: string, at: string): Promise<MemberChange | 'last_owner' | 'not_found'>;
   count(): Promise<number>;
 }

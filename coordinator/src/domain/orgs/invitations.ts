@@ -2,7 +2,7 @@ import type { Invitation } from '../model/invitations.js';
 import type { Repositories } from '../model/repositories.js';
 import type { Role } from '../model/orgs.js';
 import type { UserWithPassword } from '../model/users.js';
-import { AppError, conflict, describeValue, invalid, notFound } from '../../errors.js';
+import { AppError, conflict, describeValue, forbidden, invalid, notFound } from '../../errors.js';
 import { isoAt } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { checkNewPassword, hashPassword } from '../auth/passwords.js';
@@ -25,7 +25,9 @@ export interface InviteInput {
  * one that has not, so an owner (any signed-in user can own an organization) cannot learn who has
  * one: a `password` is checked and hashed either way, and becomes the first password of the
  * account only when the email has none yet. Refused: a member of the organization already, and an
- * email with a pending invitation that has not expired (409); an expired one is replaced.
+ * email with a pending invitation that has not expired (409); an expired one is replaced; an
+ * inviter demoted or removed since their request was let in (403: a demotion revokes the
+ * inviter's pending invitations, and none may be made after it).
  */
 export async function invite(
   repos: Pick<Repositories, 'invitations'>,
@@ -57,6 +59,7 @@ export async function invite(
     },
     newUser,
   );
+  if (outcome === 'inviter_not_owner') throw forbidden('Only owners of the organization can do this');
   if (outcome === 'already_member') throw conflict('This email belongs to a member of the organization already');
   if (outcome === 'already_invited') {
     throw conflict('This email has a pending invitation to the organization already; revoke it to invite again');

@@ -1,13 +1,14 @@
-import type { Member, Role } from '../model/orgs.js';
+import type { Member, RevokedInvitation, Role } from '../model/orgs.js';
 import type { Repositories } from '../model/repositories.js';
-import type { Clock } from '../../util/clock.js';
+import { isoAt, type Clock } from '../../util/clock.js';
 import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
 import { changeMemberRole, removeMember } from './members.js';
 
 /**
  * Members of an organization (docs/management.md, "Members"): given another role, removed; an
- * organization keeps at least one owner. Each change is audited. Owners only: the caller checks
- * that. Members join by accepting an invitation (InvitationService).
+ * organization keeps at least one owner. A member who is no owner afterwards loses the pending
+ * invitations they sent. Each change, and each invitation it revoked, is audited. Owners only:
+ * the caller checks that. Members join by accepting an invitation (InvitationService).
  */
 export class MemberService {
   constructor(
@@ -23,8 +24,14 @@ export class MemberService {
   }
 
   async changeRole(actor: UserActor, userId: string, role: Role): Promise<Member> {
-    const { repos, audit } = this.deps;
-    const { member, previousRole } = await changeMemberRole(repos, actor.orgId, userId, role);
+    const { repos, audit, clock } = this.deps;
+    const { member, previousRole, revokedInvitations } = await changeMemberRole(
+      repos,
+      actor.orgId,
+      userId,
+      role,
+      isoAt(clock.now()),
+    );
     if (previousRole !== member.role) {
       await audit.record(
         userAction(actor, 'member.update', 'user', member.userId, {
@@ -34,15 +41,31 @@ export class MemberService {
         }),
       );
     }
+    await this.recordRevoked(actor, revokedInvitations);
     return member;
   }
 
   async remove(actor: UserActor, userId: string): Promise<Member> {
-    const { repos, audit } = this.deps;
-    const removed = await removeMember(repos, actor.orgId, userId);
+    const { repos, audit, clock } = this.deps;
+    const { member, revokedInvitations } = await removeMember(repos, actor.orgId, userId, isoAt(clock.now()));
     await audit.record(
-      userAction(actor, 'member.remove', 'user', removed.userId, { email: removed.email, role: removed.role }),
+      userAction(actor, 'member.remove', 'user', member.userId, { email: member.email, role: member.role }),
     );
-    return removed;
+    await this.recordRevoked(actor, revokedInvitations);
+    return member;
+  }
+
+  /** The invitations a change revoked, each audited as an owner's revocation would be, saying why. */
+  private async recordRevoked(actor: UserActor, revoked: RevokedInvitation[]): Promise<void> {
+    for (const invitation of revoked) {
+      await this.deps.audit.record(
+        userAction(actor, 'invitation.revoke', 'invitation', invitation.id, {
+          email: invitation.email,
+          role: invitation.role,
+          expiresAt: invitation.expiresAt,
+          reason: 'inviter_not_owner',
+        }),
+      );
+    }
   }
 }

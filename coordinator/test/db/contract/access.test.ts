@@ -136,17 +136,17 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, a);
     await t.repos.orgs.addMember(orgId, b, 'owner', AT);
     const outcomes = await Promise.all([
-      t.repos.orgs.setRole(orgId, a, 'member'),
-      t.other.orgs.setRole(orgId, b, 'member'),
+      t.repos.orgs.setRole(orgId, a, 'member', AT),
+      t.other.orgs.setRole(orgId, b, 'member', AT),
     ]);
-    expect(outcomes.sort()).toEqual(['last_owner', 'ok']);
+    expect(outcomes.map((o) => (typeof o === 'object' ? 'ok' : o)).sort()).toEqual(['last_owner', 'ok']);
     expect((await t.repos.orgs.listMembers(orgId)).filter((m) => m.role === 'owner')).toHaveLength(1);
     const owner = (await t.repos.orgs.listMembers(orgId)).find((m) => m.role === 'owner')!.userId;
-    expect(await t.repos.orgs.removeMember(orgId, owner)).toBe('last_owner');
+    expect(await t.repos.orgs.removeMember(orgId, owner, AT)).toBe('last_owner');
     const member = owner === a ? b : a;
-    expect(await t.repos.orgs.removeMember(orgId, member)).toBe('ok');
-    expect(await t.repos.orgs.removeMember(orgId, member)).toBe('not_found');
-    expect(await t.repos.orgs.setRole(orgId, member, 'owner')).toBe('not_found');
+    expect(await t.repos.orgs.removeMember(orgId, member, AT)).toEqual({ revokedInvitations: [] });
+    expect(await t.repos.orgs.removeMember(orgId, member, AT)).toBe('not_found');
+    expect(await t.repos.orgs.setRole(orgId, member, 'owner', AT)).toBe('not_found');
   });
 });
 
@@ -196,7 +196,7 @@ describe.each(DATABASES)('invitations (%s)', (kind) => {
     // The owner's own account: invited elsewhere, its password is not touched.
     const other = newId();
     await t.repos.orgs.create({ id: other, name: 'other', createdAt: AT }, newUser.id);
-    const again = { ...invite('OWNER@example.test'), orgId: other };
+    const again = { ...invite('OWNER@example.test'), orgId: other, createdBy: newUser.id };
     const attempt = { id: newId(), email: 'OWNER@example.test', passwordHash: 'chosen by a stranger', createdAt: AT };
     expect(await t.repos.invitations.create(again, attempt)).toBe('ok');
     expect(await t.repos.users.findByEmail('owner@example.test')).toMatchObject({
@@ -322,6 +322,51 @@ describe.each(DATABASES)('invitations (%s)', (kind) => {
     expect(await t.repos.invitations.accept(invitation.id, dev, later(2))).toBe('already_member');
     expect(await t.repos.orgs.findMember(orgId, dev)).toMatchObject({ role: 'member' });
     expect(await t.repos.invitations.findById(invitation.id)).toMatchObject({ status: 'accepted' });
+  });
+
+  it('revokes the pending invitations of an owner who is demoted or removed, and refuses their new ones', async () => {
+    const { owner, orgId, invite } = await setup();
+    const [alice, bob] = [newId(), newId()];
+    await t.repos.users.insert({ id: alice, email: 'alice@example.test', passwordHash: 'h', createdAt: AT });
+    await t.repos.users.insert({ id: bob, email: 'bob@example.test', passwordHash: 'h', createdAt: AT });
+    await t.repos.orgs.addMember(orgId, alice, 'owner', AT);
+    await t.repos.orgs.addMember(orgId, bob, 'owner', AT);
+    const by = (createdBy: string, email: string, role: 'owner' | 'member' = 'owner') => ({
+      ...invite(email, AT, role),
+      createdBy,
+    });
+    const [fromAlice, fromBob, fromOwner] = [
+      by(alice, 'mallory@example.test'),
+      by(bob, 'eve@example.test', 'member'),
+      by(owner, 'dev@example.test'),
+    ];
+    for (const invitation of [fromAlice, fromBob, fromOwner]) {
+      expect(await t.repos.invitations.create(invitation, null)).toBe('ok');
+    }
+    const mallory = newId();
+    await t.repos.users.insert({ id: mallory, email: 'mallory@example.test', passwordHash: 'h', createdAt: AT });
+
+    // Removed from another coordinator: alice's invitation ends with her membership.
+    expect(await t.other.orgs.removeMember(orgId, alice, later(1))).toEqual({
+      revokedInvitations: [
+        { id: fromAlice.id, email: 'mallory@example.test', role: 'owner', expiresAt: fromAlice.expiresAt },
+      ],
+    });
+    expect(await t.repos.invitations.accept(fromAlice.id, mallory, later(2))).toBe('not_pending');
+    expect(await t.repos.orgs.roleOf(orgId, mallory)).toBeNull();
+    expect(await t.repos.invitations.findById(fromAlice.id)).toMatchObject({ status: 'revoked', endedAt: later(1) });
+
+    // Demoted: bob's goes too; an owner staying an owner keeps theirs.
+    expect(await t.repos.orgs.setRole(orgId, bob, 'owner', later(3))).toEqual({ revokedInvitations: [] });
+    expect(await t.repos.orgs.setRole(orgId, bob, 'operator', later(3))).toEqual({
+      revokedInvitations: [{ id: fromBob.id, email: 'eve@example.test', role: 'member', expiresAt: fromBob.expiresAt }],
+    });
+    expect((await t.repos.invitations.listPending(orgId)).map((i) => i.id)).toEqual([fromOwner.id]);
+
+    // No longer an owner (or no longer a member): a new invitation of theirs is refused, nothing written.
+    expect(await t.repos.invitations.create(by(bob, 'later@example.test'), null)).toBe('inviter_not_owner');
+    expect(await t.repos.invitations.create(by(alice, 'later@example.test'), null)).toBe('inviter_not_owner');
+    expect((await t.repos.invitations.listPending(orgId)).map((i) => i.id)).toEqual([fromOwner.id]);
   });
 });
 
@@ -469,7 +514,7 @@ describe.each(DATABASES)('API tokens (%s)', (kind) => {
     await t.repos.orgs.addMember(owner.orgId, userId, 'member', AT);
     await t.repos.apiTokens.insert(token({ ...owner, userId }), 'h');
     expect((await t.repos.apiTokens.findForAuthentication('h'))?.issuerRole).toBe('member');
-    await t.repos.orgs.removeMember(owner.orgId, userId);
+    await t.repos.orgs.removeMember(owner.orgId, userId, AT);
     expect((await t.repos.apiTokens.findForAuthentication('h'))?.issuerRole).toBeNull();
   });
 });

@@ -111,7 +111,7 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
       return tokenHash;
     };
     const [left, stays] = [await made(makerId), await made(ownerId)];
-    expect(await t.repos.orgs.removeMember(orgId, makerId)).toBe('ok');
+    expect(await t.repos.orgs.removeMember(orgId, makerId, AT)).toEqual({ revokedInvitations: [] });
     expect(await t.repos.agents.enroll(left, agent(), AT)).toEqual({ ok: false, reason: 'issuer_left' });
     expect((await t.repos.agents.enroll(stays, agent(), AT)).ok).toBe(true);
     // Back in the organization, their token works again, as their API tokens do.
@@ -141,10 +141,10 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
       },
       tokenHash,
     );
-    await t.repos.orgs.setRole(orgId, makerId, 'viewer');
+    await t.repos.orgs.setRole(orgId, makerId, 'viewer', AT);
     expect(await t.repos.agents.enroll(tokenHash, agent(), AT)).toEqual({ ok: false, reason: 'issuer_role' });
     // A member again, their token works, as their API tokens do.
-    await t.repos.orgs.setRole(orgId, makerId, 'member');
+    await t.repos.orgs.setRole(orgId, makerId, 'member', AT);
     expect((await t.repos.agents.enroll(tokenHash, agent(), AT)).ok).toBe(true);
   });
 

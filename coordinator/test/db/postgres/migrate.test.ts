@@ -282,6 +282,56 @@ describe('0035_enrollment_token_revocation', () => {
   });
 });
 
+describe('0036_invitations_of_former_owners', () => {
+  it('revokes the pending invitations of inviters who are no owner of the organization any more', async () => {
+    const p = await emptyPool();
+    try {
+      await migratePostgres(
+        p,
+        loadPostgresMigrations().filter((m) => m.version < 36),
+      );
+      const at = '2030-01-01T00:00:00Z';
+      await p.query("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)", [at]);
+      for (const id of ['owner', 'demoted', 'left']) {
+        await p.query('INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4)', [
+          id,
+          `${id}@example.test`,
+          'hash',
+          at,
+        ]);
+      }
+      await p.query(
+        "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', 'owner', 'owner', $1), ('o', 'demoted', 'operator', $1)",
+        [at],
+      );
+      for (const [id, email, status, by] of [
+        ['by-owner', 'a@example.test', 'pending', 'owner'],
+        ['by-demoted', 'b@example.test', 'pending', 'demoted'],
+        ['by-left', 'c@example.test', 'pending', 'left'],
+        ['accepted', 'd@example.test', 'accepted', 'left'],
+      ]) {
+        await p.query(
+          `INSERT INTO org_invitations (id, org_id, email, role, status, created_by, created_at, expires_at)
+           VALUES ($1, 'o', $2, 'owner', $3, $4, $5, $5)`,
+          [id, email, status, by, at],
+        );
+      }
+      await migratePostgres(p);
+      const { rows } = await p.query(
+        'SELECT id, status, ended_at IS NOT NULL AS ended FROM org_invitations ORDER BY id',
+      );
+      expect(rows).toEqual([
+        { id: 'accepted', status: 'accepted', ended: false },
+        { id: 'by-demoted', status: 'revoked', ended: true },
+        { id: 'by-left', status: 'revoked', ended: true },
+        { id: 'by-owner', status: 'pending', ended: false },
+      ]);
+    } finally {
+      await p.end();
+    }
+  });
+});
+
 describe('the two schemas', () => {
   it('have the same tables and columns', async () => {
     await migratePostgres(pool);

@@ -141,7 +141,7 @@ describe('connecting a chat workspace', () => {
 
   it('refuses an owner who is no longer one when the provider sends them back', async () => {
     const { state, browserKey } = await start();
-    await repos.orgs.setRole(orgId, ownerId, 'member');
+    await repos.orgs.setRole(orgId, ownerId, 'member', AT);
     await refusedWith(
       chat.complete('slack', { code: 'c1', state }, { userId: ownerId, browserKey }),
       403,

@@ -144,8 +144,8 @@ describe('members and invitations', () => {
   });
 
   it('protects the last owner from demotion and removal', async () => {
-    await expect(changeMemberRole(repos, orgId, ownerId, 'member')).rejects.toMatchObject({ statusCode: 409 });
-    await expect(removeMember(repos, orgId, ownerId)).rejects.toMatchObject({ statusCode: 409 });
+    await expect(changeMemberRole(repos, orgId, ownerId, 'member', AT)).rejects.toMatchObject({ statusCode: 409 });
+    await expect(removeMember(repos, orgId, ownerId, AT)).rejects.toMatchObject({ statusCode: 409 });
     const invitation = await invite(
       repos,
       orgId,
@@ -154,20 +154,20 @@ describe('members and invitations', () => {
       NOW,
     );
     const second = await join(invitation.id, 'd@example.test');
-    const changed = await changeMemberRole(repos, orgId, ownerId, 'member');
+    const changed = await changeMemberRole(repos, orgId, ownerId, 'member', AT);
     expect(changed).toMatchObject({ previousRole: 'owner', member: { role: 'member' } });
-    await expect(removeMember(repos, orgId, second)).rejects.toMatchObject({ statusCode: 409 });
-    expect((await removeMember(repos, orgId, ownerId)).userId).toBe(ownerId);
+    await expect(removeMember(repos, orgId, second, AT)).rejects.toMatchObject({ statusCode: 409 });
+    expect((await removeMember(repos, orgId, ownerId, AT)).member.userId).toBe(ownerId);
     expect(await repos.orgs.listMembers(orgId)).toHaveLength(1);
   });
 
   it('answers 404 for someone who is not a member', async () => {
-    await expect(changeMemberRole(repos, orgId, '22222222-2222-4222-8222-222222222222', 'owner')).rejects.toMatchObject(
-      {
-        statusCode: 404,
-      },
-    );
-    await expect(removeMember(repos, orgId, '22222222-2222-4222-8222-222222222222')).rejects.toMatchObject({
+    await expect(
+      changeMemberRole(repos, orgId, '22222222-2222-4222-8222-222222222222', 'owner', AT),
+    ).rejects.toMatchObject({
+      statusCode: 404,
+    });
+    await expect(removeMember(repos, orgId, '22222222-2222-4222-8222-222222222222', AT)).rejects.toMatchObject({
       statusCode: 404,
     });
   });
