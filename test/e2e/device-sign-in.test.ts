@@ -159,4 +159,26 @@ describe('device sign-in', () => {
     expect(eleventh.headers.get('retry-after')).toBe('600');
     expect((await t.api.post('/auth/device', { body: {} })).status).toBe(201); // another address
   });
+
+  it('stores at most 10,000 sign-ins from every address together: beyond, 503 until some expire', async () => {
+    clock.advance(600_001);
+    // 10,000 from as many addresses (each within its own limit), as a start from each would store them.
+    const now = new Date(clock.now()).toISOString();
+    const expires = new Date(clock.now() + 600_000).toISOString();
+    await t.sql.run(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+       INSERT INTO device_sign_ins (device_code_hash, user_code, requested_from, client_key, created_at, expires_at)
+       SELECT 'filler' || i, 'FILLER' || i, '2001:db8::1', '2001:db8:' || i || '::', ?, ? FROM n`,
+      now,
+      expires,
+    );
+    const full = await t.api.fromAddress('127.0.0.10').post('/auth/device', { body: {} });
+    expect(full.status).toBe(503);
+    expect(full.body).toMatchObject({ code: 'unavailable' });
+    expect(full.headers.get('retry-after')).toBe('60');
+    const stored = await t.sql.get<{ n: number }>('SELECT count(*) AS n FROM device_sign_ins');
+    expect(Number(stored!.n)).toBe(10_000);
+    clock.advance(600_001);
+    expect((await t.api.fromAddress('127.0.0.10').post('/auth/device', { body: {} })).status).toBe(201);
+  });
 });

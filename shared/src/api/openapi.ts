@@ -187,7 +187,7 @@ export interface paths {
     put?: never;
     /**
      * Start signing a command line in through the browser
-     * @description The command line keeps `deviceCode` and polls `POST /v1/auth/device/token` with it every `interval` seconds; its user opens `verificationUriComplete` in a browser where they are signed in (password or single sign-on), checks that it shows `userCode`, and approves. A sign-in waits 10 minutes; one client address may have 10 waiting (429 beyond).
+     * @description The command line keeps `deviceCode` and polls `POST /v1/auth/device/token` with it every `interval` seconds; its user opens `verificationUriComplete` in a browser where they are signed in (password or single sign-on), checks that it shows `userCode`, and approves. A sign-in waits 10 minutes; one client address may have 10 waiting (429 beyond); 503 with `Retry-After` when 10,000 from all addresses are stored.
      */
     post: operations['startDeviceSignIn'];
     delete?: never;
@@ -3669,6 +3669,15 @@ export interface operations {
         headers: {
           /** @description seconds to wait before trying again */
           'retry-after'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
           [name: string]: unknown;
         };
         content: {

@@ -21,6 +21,8 @@ const FORGET = command<[string]>('DELETE FROM device_sign_ins WHERE expires_at <
 const PENDING_FROM = query<{ count: number }, [string, string]>(
   `SELECT count(*) AS count FROM device_sign_ins WHERE client_key = ? AND status = 'pending' AND expires_at > ?`,
 );
+// Counts no further than the cap: a full table answers as soon as it has seen that many.
+const STORED = query<{ n: number }, [number]>('SELECT count(*) AS n FROM (SELECT 1 FROM device_sign_ins LIMIT ?)');
 const INSERT = command<NewDeviceSignIn>(
   `INSERT INTO device_sign_ins (device_code_hash, user_code, client, requested_from, client_key, created_at, expires_at)
    VALUES (@deviceCodeHash, @userCode, @client, @requestedFrom, @clientKey, @createdAt, @expiresAt)`,
@@ -61,13 +63,15 @@ const toView = (row: ViewRow): DeviceSignInView => ({
 /** Command-line sign-ins through the browser: each change one statement or one transaction. */
 export function createDeviceSignInRepository(db: Database): DeviceSignInRepository {
   return {
-    async start(signIn, maxPending) {
+    async start(signIn, limits) {
       try {
         return await db.transaction(
           function* () {
             yield* run(FORGET, [signIn.createdAt]);
             const pending = yield* one(PENDING_FROM, [signIn.clientKey, signIn.createdAt]);
-            if ((pending?.count ?? 0) >= maxPending) return 'limited' as const;
+            if ((pending?.count ?? 0) >= limits.perAddress) return 'limited' as const;
+            // What is left after FORGET has not expired, whatever its status.
+            if (((yield* one(STORED, [limits.total]))?.n ?? 0) >= limits.total) return 'full' as const;
             yield* run(INSERT, signIn);
             return 'started' as const;
           },

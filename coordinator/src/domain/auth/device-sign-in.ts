@@ -6,6 +6,7 @@ import {
   DEVICE_SIGN_IN_INTERVAL_SECONDS,
   DEVICE_SIGN_IN_TTL_MS,
   DEVICE_SIGN_INS_PENDING_PER_ADDRESS,
+  MAX_DEVICE_SIGN_INS,
   type DeviceSignInView,
 } from '../model/device-sign-ins.js';
 import type { Repositories } from '../model/repositories.js';
@@ -42,6 +43,8 @@ export interface DeviceSignInDeps {
 }
 
 const USER_CODE_ATTEMPTS = 5;
+/** A refusal for a full table of sign-ins is logged at most this often. */
+const FULL_WARNING_EVERY_MS = 60_000;
 
 /**
  * Control characters, and the invisible ones that format text (bidirectional overrides, zero-width
@@ -70,11 +73,15 @@ const noSuchSignIn = () =>
  * /device page where they are signed in, by password or single sign-on, checks the user code and
  * approves or denies; the command line, polling, then gets a session of the approving user, the
  * same as a password sign-in answers, once. A sign-in lasts ten minutes; one client address may
- * have ten pending (an IPv6 one by its /64); a poll sooner than the interval after the previous
- * one is refused. A "sign out everywhere" (or a password change) between the approval and the
+ * have ten pending (an IPv6 one by its /64), and the coordinator stores at most
+ * MAX_DEVICE_SIGN_INS from every address together (503 beyond, until some expire); a poll sooner
+ * than the interval after the previous one is refused. A "sign out everywhere" (or a password change) between the approval and the
  * poll ends it too.
  */
 export class DeviceSignInService {
+  /** When a start was last refused for the full table and logged. */
+  private fullSince = Number.NEGATIVE_INFINITY;
+
   constructor(private readonly deps: DeviceSignInDeps) {}
 
   async start(client: string | null, address: string): Promise<DeviceSignInStart> {
@@ -97,8 +104,20 @@ export class DeviceSignInService {
           createdAt: isoAt(now),
           expiresAt,
         },
-        DEVICE_SIGN_INS_PENDING_PER_ADDRESS,
+        { perAddress: DEVICE_SIGN_INS_PENDING_PER_ADDRESS, total: MAX_DEVICE_SIGN_INS },
       );
+      if (outcome === 'full') {
+        if (now - this.fullSince >= FULL_WARNING_EVERY_MS) {
+          this.fullSince = now;
+          this.deps.logger.warn(
+            { stored: MAX_DEVICE_SIGN_INS },
+            'command-line sign-in: as many sign-ins are waiting as the coordinator keeps; new ones wait until some expire',
+          );
+        }
+        throw new AppError('unavailable', 'Too many command-line sign-ins are waiting; try again in a minute', {
+          retryAfter: 60,
+        });
+      }
       if (outcome === 'limited') {
         throw new AppError(
           'rate_limited',

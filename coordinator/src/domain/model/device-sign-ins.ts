@@ -37,9 +37,14 @@ export type DeviceSignInPoll =
 export interface DeviceSignInRepository {
   /**
    * Stores a new sign-in, forgetting those expired before its creation; `limited` when its
-   * client key already has `maxPending` pending, `code_taken` when its user code is in use.
+   * client key already has `limits.perAddress` pending, `full` when `limits.total` sign-ins that
+   * have not expired are stored (from every address together), `code_taken` when its user code is
+   * in use.
    */
-  start(signIn: NewDeviceSignIn, maxPending: number): Promise<'started' | 'limited' | 'code_taken'>;
+  start(
+    signIn: NewDeviceSignIn,
+    limits: { perAddress: number; total: number },
+  ): Promise<'started' | 'limited' | 'full' | 'code_taken'>;
   /** The sign-in of a user code, while it has not expired nor been handed out; null otherwise. */
   findByUserCode(userCode: string, now: string): Promise<DeviceSignInView | null>;
   /**
@@ -64,3 +69,9 @@ export const DEVICE_SIGN_IN_TTL_MS = 10 * 60_000;
 export const DEVICE_SIGN_IN_INTERVAL_SECONDS = 5;
 /** Pending sign-ins one client address may have at once. */
 export const DEVICE_SIGN_INS_PENDING_PER_ADDRESS = 10;
+/**
+ * The most sign-ins that have not expired the coordinator stores, from every address together
+ * (each address, an IPv6 one by its /64, has its own limit): a bound on the table whatever number
+ * of addresses the starts come from, as for single sign-on's starts (MAX_OPEN_OIDC_STATES).
+ */
+export const MAX_DEVICE_SIGN_INS = 10_000;

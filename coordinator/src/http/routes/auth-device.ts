@@ -85,7 +85,8 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
           'The command line keeps `deviceCode` and polls `POST /v1/auth/device/token` with it every `interval` ' +
           'seconds; its user opens `verificationUriComplete` in a browser where they are signed in (password or ' +
           'single sign-on), checks that it shows `userCode`, and approves. A sign-in waits 10 minutes; one client ' +
-          'address may have 10 waiting (429 beyond).',
+          'address may have 10 waiting (429 beyond); 503 with `Retry-After` when 10,000 from all addresses are ' +
+          'stored.',
         tags: ['dashboard'],
         querystring: noQuery,
         security: [],
@@ -104,7 +105,7 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
             },
           },
         },
-        response: { 201: DeviceSignInStartSchema, ...errorResponses(422, 429) },
+        response: { 201: DeviceSignInStartSchema, ...errorResponses(422, 429, 503) },
       },
       preValidation: defaultRunBody, // its one field is optional: no body at all is {}
     },

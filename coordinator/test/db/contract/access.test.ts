@@ -438,6 +438,40 @@ describe.each(DATABASES)('server secrets, signed-out sessions and enrollment tok
     const left = await t.rows<{ state_hash: string }>('SELECT state_hash FROM oidc_states');
     expect(left.map((r) => r.state_hash)).toEqual(['d'.repeat(64)]);
   });
+
+  it('stores no more command-line sign-ins than the cap from every address together, until some expire', async () => {
+    const limits = { perAddress: 2, total: 3 };
+    const approver = newId();
+    await t.repos.users.insert({ id: approver, email: 'approver@example.test', passwordHash: 'h', createdAt: AT });
+    const signIn = (n: number, clientKey: string, createdAt = AT) => ({
+      deviceCodeHash: String(n).padStart(64, '0'),
+      userCode: `CODE-${String(n).padStart(4, '0')}`,
+      client: null,
+      requestedFrom: clientKey,
+      clientKey,
+      createdAt,
+      expiresAt: new Date(Date.parse(createdAt) + 600_000).toISOString(),
+    });
+    // Each address within its own limit, yet past the cap together; an approved one counts too.
+    expect(await t.repos.deviceSignIns.start(signIn(1, 'a'), limits)).toBe('started');
+    expect(await t.other.deviceSignIns.start(signIn(2, 'b'), limits)).toBe('started');
+    expect(
+      await t.repos.deviceSignIns.decide('CODE-0001', {
+        status: 'approved',
+        userId: approver,
+        sessionGeneration: 0,
+        at: AT,
+      }),
+    ).not.toBeNull();
+    expect(await t.repos.deviceSignIns.start(signIn(3, 'c'), limits)).toBe('started');
+    expect(await t.other.deviceSignIns.start(signIn(4, 'd'), limits)).toBe('full');
+    // An address past its own limit hears so first.
+    expect(await t.repos.deviceSignIns.start(signIn(5, 'c'), { ...limits, perAddress: 1 })).toBe('limited');
+    expect((await t.rows('SELECT 1 FROM device_sign_ins')).length).toBe(3);
+    // Once they expire, there is room again.
+    expect(await t.repos.deviceSignIns.start(signIn(6, 'e', later(600_001)), limits)).toBe('started');
+    expect((await t.rows('SELECT 1 FROM device_sign_ins')).length).toBe(1);
+  });
 });
 
 describe.each(DATABASES)('API tokens (%s)', (kind) => {
