@@ -2,7 +2,7 @@ import type { Schema } from '@drover/shared/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
-import { fakeClock } from '../helpers/members.js';
+import { addUser, fakeClock } from '../helpers/members.js';
 import { SESSION_COOKIE, signInForCookie } from '../helpers/session-cookie.js';
 
 /**
@@ -158,6 +158,30 @@ describe('device sign-in', () => {
     expect(eleventh.status).toBe(429);
     expect(eleventh.headers.get('retry-after')).toBe('600');
     expect((await t.api.post('/auth/device', { body: {} })).status).toBe(201); // another address
+  });
+
+  it('locks a user out of the code pages past 10 wrong codes, doubling, the right code included', async () => {
+    const { client: guesser } = await addUser(owner, t.orgId, 'guesser@example.test');
+    const mine = await start();
+    // 10 are free; the 11th (answered) locks.
+    for (let i = 0; i < 11; i++) {
+      expect((await guesser.get(`/auth/device/BBBB-BB${'BCDFGHJKLMN'[i]}B`)).status).toBe(404);
+    }
+    const locked = await guesser.get('/auth/device/BBBB-BBBC');
+    expect(locked.status).toBe(429);
+    expect(locked.body.code).toBe('rate_limited');
+    expect(locked.headers.get('retry-after')).toBe('1');
+    // While locked, a right code is not looked at either; another user is not concerned.
+    expect((await guesser.get(`/auth/device/${mine.userCode}`)).status).toBe(429);
+    expect((await guesser.post(`/auth/device/${mine.userCode}/deny`)).status).toBe(429);
+    expect((await owner.get(`/auth/device/${mine.userCode}`)).status).toBe(200);
+    clock.advance(1_000);
+    // A code found does not clear the count: the next miss, by a denial, locks for twice as long.
+    expect((await guesser.get(`/auth/device/${mine.userCode}`)).status).toBe(200);
+    expect((await guesser.post('/auth/device/BBBB-BBBD/deny')).status).toBe(404);
+    const again = await guesser.get(`/auth/device/${mine.userCode}`);
+    expect(again.status).toBe(429);
+    expect(again.headers.get('retry-after')).toBe('2');
   });
 
   it('stores at most 10,000 sign-ins from every address together: beyond, 503 until some expire', async () => {

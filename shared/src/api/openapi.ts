@@ -225,7 +225,7 @@ export interface paths {
     };
     /**
      * A command-line sign-in waiting for the code, as the approval page shows it
-     * @description The code in any case, with or without its hyphen. 404 for a wrong, expired or used code.
+     * @description The code in any case, with or without its hyphen. 404 for a wrong, expired or used code; after 10 wrong codes within an hour (looked up, approved or denied), each further one locks the user out of these pages for a while: 429 with `Retry-After`.
      */
     get: operations['getDeviceSignIn'];
     put?: never;
@@ -247,7 +247,7 @@ export interface paths {
     put?: never;
     /**
      * Approve a command-line sign-in: the command line gets a session of yours
-     * @description 404 for a wrong, expired or used code; 409 when it was already approved or denied.
+     * @description 404 for a wrong, expired or used code; 409 when it was already approved or denied; 429 with `Retry-After` while the user is locked out for wrong codes (as `GET /v1/auth/device/{userCode}`).
      */
     post: operations['approveDeviceSignIn'];
     delete?: never;
@@ -267,7 +267,7 @@ export interface paths {
     put?: never;
     /**
      * Deny a command-line sign-in
-     * @description 404 for a wrong, expired or used code; 409 when it was already approved or denied.
+     * @description 404 for a wrong, expired or used code; 409 when it was already approved or denied; 429 with `Retry-After` while the user is locked out for wrong codes (as `GET /v1/auth/device/{userCode}`).
      */
     post: operations['denyDeviceSignIn'];
     delete?: never;
@@ -3842,6 +3842,17 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   approveDeviceSignIn: {
@@ -3918,6 +3929,17 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   denyDeviceSignIn: {
@@ -3988,6 +4010,17 @@ export interface operations {
       /** @description Default Response */
       422: {
         headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {

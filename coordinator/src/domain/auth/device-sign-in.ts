@@ -15,6 +15,7 @@ import { isoAt, type Clock } from '../../util/clock.js';
 import { hashBearerSecret } from '../../util/secrets.js';
 import type { SessionService } from './sessions.js';
 import type { SignedIn } from './sign-in.js';
+import { AttemptThrottle, tooManyAttempts, type ThrottlePolicy } from './attempt-throttle.js';
 
 /** What the command line gets when it starts: what it keeps, and what it shows its user. */
 export interface DeviceSignInStart {
@@ -60,6 +61,22 @@ function newUserCode(): string {
   return formatUserCode(letters);
 }
 
+/**
+ * Codes a signed-in user may get wrong (looked up, approved or denied) before each further miss
+ * locks them out of the code pages: 1 s, then 2, 4, 8 s ... up to 15 minutes; the count ages out
+ * after an hour without a miss, and a code found does not clear it (or a user could clear it
+ * between guesses with a sign-in of their own). A user code has ~34.6 bits: unthrottled, one
+ * session tried hundreds a second, and a code found is a stranger's command line signed in to
+ * the guesser's account, or denied (RFC 8628, 5.1). The counts live in this coordinator's memory.
+ */
+export const USER_CODE_GUESS_POLICY: ThrottlePolicy = {
+  freeFailures: 10,
+  baseLockMs: 1_000,
+  maxLockMs: 15 * 60_000,
+  forgetAfterMs: 60 * 60_000,
+  maxKeys: 100_000,
+};
+
 const noSuchSignIn = () =>
   new AppError(
     'not_found',
@@ -81,8 +98,12 @@ const noSuchSignIn = () =>
 export class DeviceSignInService {
   /** When a start was last refused for the full table and logged. */
   private fullSince = Number.NEGATIVE_INFINITY;
+  /** Codes each signed-in user got wrong, by user id. */
+  private readonly guesses: AttemptThrottle;
 
-  constructor(private readonly deps: DeviceSignInDeps) {}
+  constructor(private readonly deps: DeviceSignInDeps) {
+    this.guesses = new AttemptThrottle(USER_CODE_GUESS_POLICY, deps.clock);
+  }
 
   async start(client: string | null, address: string): Promise<DeviceSignInStart> {
     if (client !== null && (client.trim() === '' || HIDDEN.test(client))) {
@@ -140,18 +161,26 @@ export class DeviceSignInService {
     throw new Error(`no free user code in ${USER_CODE_ATTEMPTS} draws`);
   }
 
-  /** The sign-in waiting for the code a signed-in user typed, or 404. */
-  async describe(typedCode: string): Promise<DeviceSignInView> {
+  /**
+   * The sign-in waiting for the code the signed-in user `userId` typed, or 404 (a miss, counted:
+   * USER_CODE_GUESS_POLICY); 429 while they are locked out, without the code being looked at.
+   */
+  async describe(typedCode: string, userId: string): Promise<DeviceSignInView> {
+    this.refuseWhileLocked(userId);
     const userCode = normalizeUserCode(typedCode);
     const found = userCode ? await this.deps.repos.deviceSignIns.findByUserCode(userCode, this.now()) : null;
-    if (!found) throw noSuchSignIn();
+    if (!found) throw this.missed(userId);
     return found;
   }
 
-  /** Approves or denies a pending sign-in as the signed-in user `userId`: 404 none, 409 decided already. */
+  /**
+   * Approves or denies a pending sign-in as the signed-in user `userId`: 404 none (a miss,
+   * counted as in `describe`), 409 decided already, 429 while they are locked out.
+   */
   async decide(typedCode: string, status: 'approved' | 'denied', userId: string): Promise<DeviceSignInView> {
+    this.refuseWhileLocked(userId);
     const userCode = normalizeUserCode(typedCode);
-    if (!userCode) throw noSuchSignIn();
+    if (!userCode) throw this.missed(userId);
     const user = await this.deps.repos.users.findById(userId);
     if (!user) throw noSuchSignIn();
     const decided = await this.deps.repos.deviceSignIns.decide(userCode, {
@@ -160,13 +189,30 @@ export class DeviceSignInService {
       sessionGeneration: status === 'approved' ? user.sessionGeneration : null,
       at: this.now(),
     });
-    if (decided === null) throw noSuchSignIn();
+    if (decided === null) throw this.missed(userId);
     if (decided === 'decided') throw conflict('This sign-in was already approved or denied');
     this.deps.logger.info(
       { userId, userCode, requestedFrom: decided.requestedFrom, client: decided.client },
       status === 'approved' ? 'command-line sign-in approved' : 'command-line sign-in denied',
     );
     return decided;
+  }
+
+  private refuseWhileLocked(userId: string): void {
+    const wait = this.guesses.waitMs(userId);
+    if (wait > 0) throw tooManyAttempts('command-line sign-in code', wait);
+  }
+
+  /** Counts a code the user got wrong (logged when it locks them out): the 404 to answer. */
+  private missed(userId: string) {
+    const outcome = this.guesses.fail(userId);
+    if (outcome.lockedUntil !== null) {
+      this.deps.logger.warn(
+        { userId, failures: outcome.failures, lockedUntil: isoAt(outcome.lockedUntil) },
+        'command-line sign-in: codes locked for this user after repeated wrong codes',
+      );
+    }
+    return noSuchSignIn();
   }
 
   /** The command line's poll: its session once approved (once), else pending, or why not. */

@@ -155,16 +155,22 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         operationId: 'getDeviceSignIn',
         summary: 'A command-line sign-in waiting for the code, as the approval page shows it',
-        description: 'The code in any case, with or without its hyphen. 404 for a wrong, expired or used code.',
+        description:
+          'The code in any case, with or without its hyphen. 404 for a wrong, expired or used code; after 10 wrong ' +
+          'codes within an hour (looked up, approved or denied), each further one locks the user out of these ' +
+          'pages for a while: 429 with `Retry-After`.',
         tags: ['dashboard'],
         querystring: noQuery,
         security: SESSION_SECURITY,
         params: userCodeParams,
-        response: { 200: DeviceSignInSchema, ...errorResponses(401, 404) },
+        response: { 200: DeviceSignInSchema, ...errorResponses(401, 404, 429) },
       },
       onRequest: sessionHook,
     },
-    async (request) => app.ctx.deviceSignIn.describe(request.params.userCode),
+    async (request) => {
+      const { userId } = await requireSession(request);
+      return app.ctx.deviceSignIn.describe(request.params.userCode, userId);
+    },
   );
 
   for (const [action, status] of [
@@ -180,12 +186,14 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
             action === 'approve'
               ? 'Approve a command-line sign-in: the command line gets a session of yours'
               : 'Deny a command-line sign-in',
-          description: '404 for a wrong, expired or used code; 409 when it was already approved or denied.',
+          description:
+            '404 for a wrong, expired or used code; 409 when it was already approved or denied; 429 with ' +
+            '`Retry-After` while the user is locked out for wrong codes (as `GET /v1/auth/device/{userCode}`).',
           tags: ['dashboard'],
           querystring: noQuery,
           security: SESSION_SECURITY,
           params: userCodeParams,
-          response: { 200: DeviceSignInSchema, ...errorResponses(401, 403, 404, 409) },
+          response: { 200: DeviceSignInSchema, ...errorResponses(401, 403, 404, 409, 429) },
         },
         onRequest: sessionHook,
       },
