@@ -912,11 +912,17 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    /** Remove a member (owner); answers the member as it was; the last owner cannot be removed */
+    /**
+     * Remove a member (owner); answers the member as it was; the last owner cannot be removed
+     * @description The pending invitations the member sent are revoked with the removal (audited `invitation.revoke` with `reason: inviter_not_owner`); their API tokens and unspent enrollment tokens stop working.
+     */
     delete: operations['removeMember'];
     options?: never;
     head?: never;
-    /** Change a member's role (owner); the last owner cannot be demoted */
+    /**
+     * Change a member's role (owner); the last owner cannot be demoted
+     * @description An owner given another role loses the pending invitations they sent: each is revoked with the change (audited `invitation.revoke` with `reason: inviter_not_owner`).
+     */
     patch: operations['changeMemberRole'];
     trace?: never;
   };

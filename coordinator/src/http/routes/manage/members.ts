@@ -109,6 +109,9 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         operationId: 'changeMemberRole',
         summary: "Change a member's role (owner); the last owner cannot be demoted",
+        description:
+          'An owner given another role loses the pending invitations they sent: each is revoked with the change ' +
+          '(audited `invitation.revoke` with `reason: inviter_not_owner`).',
         tags: ['dashboard'],
         params: memberParams,
         querystring: noQuery,
@@ -135,6 +138,9 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         operationId: 'removeMember',
         summary: 'Remove a member (owner); answers the member as it was; the last owner cannot be removed',
+        description:
+          'The pending invitations the member sent are revoked with the removal (audited `invitation.revoke` with ' +
+          '`reason: inviter_not_owner`); their API tokens and unspent enrollment tokens stop working.',
         tags: ['dashboard'],
         params: memberParams,
         querystring: noQuery,
