@@ -220,6 +220,32 @@ describe('single sign-on', () => {
     expect(audit.find((e) => e.action === 'member.update')?.metadata).toMatchObject({ from: 'operator', to: 'viewer' });
   });
 
+  it('revokes the pending invitations of an owner the role map demotes, and audits why', async () => {
+    const users = (await t.owner.get(`/orgs/${t.orgId}/members`)).body as { userId: string; email: string }[];
+    const ada = users.find((m) => m.email === 'ada@example.test')!.userId;
+    expect((await t.owner.patch(`/orgs/${t.orgId}/members/${ada}`, { body: { role: 'owner' } })).status).toBe(200);
+    const session = sessionOf((await signIn('ada')).res)!.slice('drover_session='.length);
+    // Signed in again, the map moved ada back to operator: sign in as an owner first, then invite.
+    expect((await t.owner.patch(`/orgs/${t.orgId}/members/${ada}`, { body: { role: 'owner' } })).status).toBe(200);
+    const invited = await t.api.post<{ id: string }>(`/orgs/${t.orgId}/members`, {
+      token: session,
+      body: { email: 'ada.friend@example.test', role: 'owner' },
+    });
+    expect(invited.status).toBe(201);
+    expect((await signIn('ada')).res.status).toBe(303); // ops and staff: operator
+    const pending = (await t.owner.get(`/orgs/${t.orgId}/invitations`)).body as { id: string }[];
+    expect(pending.map((i) => i.id)).not.toContain(invited.body.id);
+    const audit = (await t.owner.get(`/orgs/${t.orgId}/audit?action=invitation.revoke`)).body as {
+      targetId: string;
+      actorId: string;
+      metadata: object;
+    }[];
+    expect(audit.find((e) => e.targetId === invited.body.id)).toMatchObject({
+      actorId: ada,
+      metadata: { reason: 'inviter_not_owner', via: 'sso', role: 'owner' },
+    });
+  });
+
   it('refuses a replayed state: the sign-in is used up', async () => {
     const first = await signIn('bob');
     expect(first.res.status).toBe(303);
