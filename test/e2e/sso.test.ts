@@ -153,6 +153,12 @@ describe('single sign-on', () => {
       { type: 'storage', bindingIds: null, permissions: ['read'] },
     ]);
     expect((await t.api.get('/token', { token: kept.token })).status).toBe(200);
+    // And, owning an organization as the account, invites a second email of hers as an owner.
+    const cydsOrg = (await asCyd.post<{ id: string }>('/orgs', { body: { name: 'cyd org' } })).body.id;
+    const backdoor = await asCyd.post<{ id: string }>(`/orgs/${cydsOrg}/members`, {
+      body: { email: 'mallory.again@elsewhere.test', password: 'mallory-knows-this', role: 'owner' },
+    });
+    expect(backdoor.status).toBe(201);
 
     // The holder signs in through the provider (and the role map makes them an operator of acme).
     const { res } = await signIn('cyd');
@@ -172,6 +178,28 @@ describe('single sign-on', () => {
     expect((await t.api.get('/orgs', { token: session })).body).toEqual([
       expect.objectContaining({ name: 'acme', role: 'operator' }),
       expect.objectContaining({ id: mallory.orgId, role: 'member' }),
+      expect.objectContaining({ id: cydsOrg, role: 'owner' }),
+    ]);
+    // The invitations the account sent end too: none lets the inviter's second email in.
+    expect((await t.api.get(`/orgs/${cydsOrg}/invitations`, { token: session })).body).toEqual([]);
+    const again = await login('mallory.again@elsewhere.test');
+    const accepted = await t.api.post(`/invitations/${backdoor.body.id}/accept`, { token: again.body.token });
+    expect(accepted.status).toBe(410);
+    const ended = (await t.api.get(`/orgs/${cydsOrg}/audit?action=invitation.revoke`, { token: session })).body as {
+      targetId: string;
+      metadata: object;
+    }[];
+    expect(ended.map((e) => [e.targetId, e.metadata])).toEqual([
+      [
+        backdoor.body.id,
+        {
+          email: 'mallory.again@elsewhere.test',
+          role: 'owner',
+          expiresAt: expect.any(String),
+          via: 'sso',
+          reason: "the account's first single sign-on",
+        },
+      ],
     ]);
 
     // A changed password goes too: the inviter, who knew the first one, could have changed it.

@@ -72,6 +72,13 @@ const MARK_ACCEPTED = query<{ org_id: string; role: Role }, { at: string; id: st
   `UPDATE org_invitations SET status = 'accepted', ended_at = @at
    WHERE id = @id AND status = 'pending' AND expires_at > @at RETURNING org_id, role`,
 );
+const REVOKE_ALL_SENT_BY = query<
+  { id: string; org_id: string; email: string; role: Role; expires_at: string },
+  [string, string]
+>(
+  `UPDATE org_invitations SET status = 'revoked', ended_at = ? WHERE created_by = ? AND status = 'pending'
+   RETURNING id, org_id, email, role, expires_at`,
+);
 const END = command<[string, string, string]>(
   "UPDATE org_invitations SET status = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
 );
@@ -122,6 +129,15 @@ export function createInvitationRepository(db: Database): InvitationRepository {
     },
     async end(id, status, at) {
       return (await db.run(END, [status, at, id])) === 1;
+    },
+    async revokeAllSentBy(userId, at) {
+      return (await db.all(REVOKE_ALL_SENT_BY, [at, userId])).map((r) => ({
+        id: r.id,
+        orgId: r.org_id,
+        email: r.email,
+        role: r.role,
+        expiresAt: r.expires_at,
+      }));
     },
   };
 }

@@ -83,7 +83,7 @@ export class OidcSignInService {
   constructor(
     private readonly deps: {
       config: OidcConfig;
-      repos: Pick<Repositories, 'oidcStates' | 'users' | 'orgs' | 'apiTokens'>;
+      repos: Pick<Repositories, 'oidcStates' | 'users' | 'orgs' | 'apiTokens' | 'invitations'>;
       sessions: SessionService;
       audit: AuditLog;
       clock: Clock;
@@ -253,9 +253,9 @@ export class OidcSignInService {
   /**
    * The user of this email, created on a first sign-in (with no password that could match). An
    * account whose first password the inviter chose (an invitation made it before its holder ever
-   * signed in) loses its password now, changed since or not, and every session it had: the holder
-   * proved the email is theirs, and whoever knew the password must not share the account
-   * (docs/sso.md).
+   * signed in) loses its password now, changed since or not, with every session and API token it
+   * had and every pending invitation it sent: the holder proved the email is theirs, and whoever
+   * knew the password must not share the account (docs/sso.md).
    */
   private async userOf(email: string): Promise<{ id: string; sessionGeneration: number }> {
     const { users } = this.deps.repos;
@@ -276,9 +276,28 @@ export class OidcSignInService {
             metadata: { name: token.name, via: 'sso', reason: "the account's first single sign-on" },
           });
         }
+        // And the invitations it sent: whoever held the password may have invited themselves.
+        const invitations = await this.deps.repos.invitations.revokeAllSentBy(found.id, isoAt(this.deps.clock.now()));
+        for (const invitation of invitations) {
+          await this.deps.audit.record({
+            orgId: invitation.orgId,
+            actorType: 'user',
+            actorId: found.id,
+            action: 'invitation.revoke',
+            targetType: 'invitation',
+            targetId: invitation.id,
+            metadata: {
+              email: invitation.email,
+              role: invitation.role,
+              expiresAt: invitation.expiresAt,
+              via: 'sso',
+              reason: "the account's first single sign-on",
+            },
+          });
+        }
         this.deps.logger.info(
-          { userId: found.id, revokedApiTokens: revoked.length },
-          'single sign-on: removed the password the inviter had chosen for this account, and ended its sessions and API tokens',
+          { userId: found.id, revokedApiTokens: revoked.length, revokedInvitations: invitations.length },
+          'single sign-on: removed the password the inviter had chosen for this account, and ended its sessions, API tokens and invitations',
         );
         return { id: found.id, sessionGeneration: generation };
       }

@@ -1,4 +1,4 @@
-import type { Role } from './orgs.js';
+import type { RevokedInvitation, Role } from './orgs.js';
 import type { UserWithPassword } from './users.js';
 
 /**
@@ -63,4 +63,9 @@ export interface InvitationRepository {
   accept(id: string, userId: string, at: string): Promise<'ok' | 'already_member' | 'not_pending'>;
   /** Ends a pending invitation (expired or not) as declined or revoked; false when it was not pending. */
   end(id: string, status: InvitationEnd, at: string): Promise<boolean>;
+  /**
+   * Revokes every pending invitation `userId` sent, in every organization (their account's first
+   * single sign-on: whoever held the inviter's password may have sent them); the ones it revoked.
+   */
+  revokeAllSentBy(userId: string, at: string): Promise<(RevokedInvitation & { orgId: string })[]>;
 }
