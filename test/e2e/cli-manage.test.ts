@@ -107,6 +107,26 @@ describe('drover management commands', () => {
       code: 2,
       stderr: 'drover: no trigger `dep` in the organization\n',
     });
+    // A name's 255 characters are code points, as the coordinator counts them: 200 emoji are 400
+    // UTF-16 units, and still a name to find and to narrow by.
+    const emoji = '😀'.repeat(200);
+    const long = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: emoji,
+        agentId: agent.agentId,
+        scopeType: 'workflow',
+        workflowName: 'deploy',
+        responseMode: 'async',
+      },
+    });
+    expect(long.status, long.text).toBe(201);
+    expect((await run(['trigger', 'show', emoji, '--json'])).stdout).toContain(`"id": "${long.body.id}"`);
+    expect((await run(['trigger', 'list', '--name', emoji])).stdout).toContain(long.body.id);
+    expect(await run(['trigger', 'list', '--name', '😀'.repeat(256)])).toMatchObject({
+      code: 2,
+      stderr: "drover: --name: expected 1 to 255 characters of a trigger's name\n",
+    });
+    expect((await run(['trigger', 'delete', long.body.id])).code).toBe(0);
 
     const deleted = await run(['trigger', 'delete', id]);
     expect(deleted).toMatchObject({ code: 0, stdout: `Deleted the trigger deploy (${id})\n` });

@@ -1,6 +1,6 @@
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { nearestName } from '@drover/shared';
+import { characterCount, nearestName } from '@drover/shared';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { ApiError, CliError } from '../errors.js';
@@ -18,7 +18,7 @@ type Trigger = Schema<'Trigger'>;
 type TriggerType = Trigger['type'];
 
 const TRIGGER_TYPES: readonly TriggerType[] = ['webhook', 'cron', 'slack', 'discord'];
-/** The longest name a trigger may have (the coordinator's). */
+/** The longest name a trigger may have (the coordinator's), in characters (code points: an emoji is one). */
 const MAX_NAME_LENGTH = 255;
 
 /** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
@@ -109,7 +109,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: { type?: string; name?: string; json?: boolean }, command: Command) => {
       const type = checkType(flags.type);
-      if (flags.name !== undefined && (flags.name === '' || flags.name.length > MAX_NAME_LENGTH)) {
+      if (flags.name !== undefined && (flags.name === '' || characterCount(flags.name) > MAX_NAME_LENGTH)) {
         throw new CliError(`--name: expected 1 to ${MAX_NAME_LENGTH} characters of a trigger's name`);
       }
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
@@ -202,7 +202,7 @@ async function findTrigger(caller: SessionCaller, value: string): Promise<Trigge
   if (isUuid(value)) return caller.api.get<Trigger>(`${path}/${value}`);
   // Only those whose name holds it (a name is at most MAX_NAME_LENGTH long), not every trigger.
   const named =
-    value === '' || value.length > MAX_NAME_LENGTH ? [] : await caller.api.get<Trigger[]>(path, { q: value });
+    value === '' || characterCount(value) > MAX_NAME_LENGTH ? [] : await caller.api.get<Trigger[]>(path, { q: value });
   return pick(named, value, 'trigger', (t) => t.name);
 }
 
