@@ -112,6 +112,15 @@ describe.skipIf(!CHROMIUM)('an organization of many triggers', () => {
     // The picker offers the first 20 of 104 and says how many more match.
     await filter.getByText('84 more triggers match: type more of the name.').waitFor();
     expect(await filter.getByRole('option', { name: 'deploy 077' }).count()).toBe(0);
+    // A trigger chosen, then out of the search again (not applied, and no row names it): still by its name.
+    const unseen = ids.get('deploy 088')!;
+    await filter.getByRole('searchbox', { name: 'Find a trigger' }).fill('088');
+    await filter.getByRole('option', { name: 'deploy 088' }).waitFor({ state: 'attached' });
+    await filter.getByRole('combobox', { name: 'Trigger' }).selectOption(unseen);
+    await filter.getByRole('searchbox', { name: 'Find a trigger' }).fill('');
+    await filter.getByText('84 more triggers match: type more of the name.').waitFor();
+    const chosen = filter.getByRole('combobox', { name: 'Trigger' }).locator('option:checked');
+    expect(await chosen.innerText()).toBe('deploy 088');
     await filter.getByRole('searchbox', { name: 'Find a trigger' }).fill('077');
     await filter.getByRole('option', { name: 'deploy 077' }).waitFor({ state: 'attached' });
     await filter.getByRole('combobox', { name: 'Trigger' }).selectOption(wanted);

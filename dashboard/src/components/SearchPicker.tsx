@@ -39,6 +39,9 @@ export function SearchPicker<T extends { id: string; name: string }, K extends Q
 }) {
   const { value, words } = props;
   const [text, setText] = useState('');
+  // The name of the item last chosen here: the page may not know it (a draft filter not applied
+  // yet), and once the search moves on it is out of the items found.
+  const [picked, setPicked] = useState<{ id: string; name: string } | null>(null);
   const id = useId();
   const found = useQuery(props.search(text.trim()));
   const all = found.data?.items ?? [];
@@ -51,10 +54,16 @@ export function SearchPicker<T extends { id: string; name: string }, K extends Q
       // Named by itself too: a label's name would take in the chosen option's.
       {...(props.select ?? { 'aria-label': words.label })}
       value={value}
-      onChange={(e) => props.onChange(e.target.value)}
+      onChange={(e) => {
+        const item = items.find((one) => one.id === e.target.value);
+        if (item) setPicked({ id: item.id, name: item.name });
+        props.onChange(e.target.value);
+      }}
     >
       <option value="">{props.none}</option>
-      {chosenOut && <option value={value}>{props.valueName ?? shortId(value)}</option>}
+      {chosenOut && (
+        <option value={value}>{props.valueName ?? (picked?.id === value ? picked.name : shortId(value))}</option>
+      )}
       {items.map((item) => (
         <option key={item.id} value={item.id}>
           {item.name}
