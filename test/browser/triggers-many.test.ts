@@ -134,4 +134,33 @@ describe.skipIf(!CHROMIUM)('an organization of many triggers', () => {
     const choice = filter.getByRole('combobox', { name: 'Trigger' });
     await expect.poll(() => choice.locator('option:checked').innerText()).toBe('deploy 077');
   });
+
+  it("keeps the names it has read while those of a new job's trigger load", async () => {
+    await page().goto(`/orgs/${t.orgId}/jobs`);
+    const jobs = page().getByRole('table');
+    await jobs.getByRole('row', { name: /deploy 077/ }).waitFor();
+    // The names of the next set of triggers are held back until the new row is seen.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = false;
+    await page().route(/\/triggers\?id=/, async (route) => {
+      asked = true;
+      await held;
+      await route.continue();
+    });
+    try {
+      const run = await t.owner.post(`/orgs/${t.orgId}/triggers/${ids.get('deploy 010')}/run`, { body: {} });
+      expect(run.status, run.text).toBe(202);
+      await expect.poll(() => jobs.getByRole('row').count(), { timeout: 15_000 }).toBe(4);
+      await expect.poll(() => asked).toBe(true);
+      // The rows whose trigger's name was read keep it; the new one has its short id meanwhile.
+      expect(await jobs.getByRole('row').nth(2).innerText()).toContain('deploy 003');
+      expect(await jobs.getByRole('row').nth(3).innerText()).toContain('deploy 077');
+      expect(await jobs.getByRole('row').nth(1).innerText()).not.toContain('deleted trigger');
+    } finally {
+      release();
+    }
+    await jobs.getByRole('row', { name: /deploy 010/ }).waitFor();
+    await page().unroute(/\/triggers\?id=/);
+  });
 });

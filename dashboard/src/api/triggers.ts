@@ -87,6 +87,23 @@ export const triggersOfTypeQuery = (orgId: string, type: TriggerType) =>
 export const triggerNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) =>
   namesByIdQuery(orgId, 'triggers', ids, false);
 
+/**
+ * The trigger names a page has read, and whether they are those of the ids it shows now: while the
+ * names of another set of ids load (a new job's trigger came in), those read before stay (a name by
+ * id is right wherever it was read), but a trigger missing from them is not known to be deleted.
+ */
+export interface TriggerNames {
+  names: Map<string, string>;
+  /** Read for the ids shown now: one missing was deleted. */
+  complete: boolean;
+}
+
+/** The TriggerNames of a triggerNamesQuery's result, undefined before any is read. */
+export const triggerNamesOf = (read: {
+  data: Map<string, string> | undefined;
+  isPlaceholderData: boolean;
+}): TriggerNames | undefined => read.data && { names: read.data, complete: !read.isPlaceholderData };
+
 /** The most triggers a picker offers at once: more are found by typing more of the name. */
 export const TRIGGER_PICKS = 20;
 

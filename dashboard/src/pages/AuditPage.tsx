@@ -4,7 +4,7 @@ import { Link, useSearchParams } from 'react-router';
 import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
 import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
 import { emailsOf, membersQuery } from '../api/jobs';
-import { triggerNamesQuery } from '../api/triggers';
+import { triggerNamesOf, triggerNamesQuery, type TriggerNames } from '../api/triggers';
 import { agentNamesQuery } from '../api/agent-pages';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
@@ -48,8 +48,7 @@ export function AuditPage() {
   const names: Names = {
     orgId,
     agents: agents.data ?? new Map<string, string>(),
-    // Known once the names of these entries' triggers are read: one missing then was deleted.
-    triggers: triggers.isPlaceholderData ? undefined : triggers.data,
+    triggers: triggerNamesOf(triggers),
     emails: emailsOf(members.data),
     tokens: new Map((tokens.data ?? []).map((tk) => [tk.id, tk.name])),
     // The address of the same filters with only this actor's entries.
@@ -106,7 +105,7 @@ export function AuditPage() {
 interface Names {
   orgId: string;
   agents: Map<string, string>;
-  triggers: Map<string, string> | undefined;
+  triggers: TriggerNames | undefined;
   emails: Map<string, string> | undefined;
   tokens: Map<string, string>;
   onlyBy: (actorId: string) => string;
@@ -181,9 +180,9 @@ function target(entry: AuditEntry, names: Names): ReactNode {
   const named = text(metadata.name) ?? text(metadata.email) ?? text(metadata.slug);
   switch (type) {
     case 'trigger': {
-      const current = names.triggers?.get(id);
+      const current = names.triggers?.names.get(id);
       if (current) return <Link to={`/orgs/${names.orgId}/triggers/${id}`}>{current}</Link>;
-      return names.triggers ? <>{named ?? shortId(id)} (deleted)</> : (named ?? shortId(id));
+      return names.triggers?.complete ? <>{named ?? shortId(id)} (deleted)</> : (named ?? shortId(id));
     }
     case 'job': {
       const workflow = text(metadata.workflowName);

@@ -12,7 +12,7 @@ import {
   type BatchJob,
 } from '../api/batches';
 import { JOB_SOURCES } from '../api/jobs';
-import { triggerNamesQuery } from '../api/triggers';
+import { triggerNamesOf, triggerNamesQuery } from '../api/triggers';
 import { TriggerName } from '../components/TriggerName';
 import { orgsQuery } from '../api/queries';
 import { BatchProgress, endedWords } from '../components/BatchProgress';
@@ -53,11 +53,7 @@ function LiveBatch({ batchId }: { batchId: string }) {
       <BatchActions batch={b} />
       <dl className="facts">
         <Fact term="Trigger">
-          <TriggerName
-            id={b.triggerId}
-            names={triggers.isPlaceholderData ? undefined : triggers.data}
-            orgId={b.orgId}
-          />
+          <TriggerName id={b.triggerId} names={triggerNamesOf(triggers)} orgId={b.orgId} />
         </Fact>
         <Fact term="Workflow">{b.workflowName}</Fact>
         <Fact term="Selector">

@@ -2,7 +2,7 @@ import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { batchesQuery, type Batch } from '../api/batches';
 import { JOB_SOURCES } from '../api/jobs';
-import { triggerNamesQuery } from '../api/triggers';
+import { triggerNamesOf, triggerNamesQuery } from '../api/triggers';
 import { BatchCells } from '../components/BatchProgress';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ShowOlder } from '../components/ShowOlder';
@@ -25,9 +25,8 @@ export function BatchesPage() {
   const rows = batches.data?.pages.flatMap((p) => p.items) ?? [];
   const triggers = useQuery(triggerNamesQuery(orgId, [...rows.map((batch) => batch.triggerId), triggerId]));
   if (loaded && !org) return <NotFoundPage />;
-  // Known once the names of these batches' triggers are read: one missing then was deleted.
-  const names = triggers.isPlaceholderData ? undefined : triggers.data;
-  const triggerName = triggerId === undefined ? undefined : names?.get(triggerId);
+  const names = triggerNamesOf(triggers);
+  const triggerName = triggerId === undefined ? undefined : names?.names.get(triggerId);
   return (
     <section aria-labelledby="batches-heading">
       <h1 id="batches-heading">Batches</h1>
@@ -36,7 +35,7 @@ export function BatchesPage() {
           Only the batches of{' '}
           {triggerName !== undefined ? (
             <Link to={`/orgs/${orgId}/triggers/${encodeURIComponent(triggerId)}`}>{triggerName}</Link>
-          ) : names ? (
+          ) : names?.complete ? (
             'a deleted trigger'
           ) : (
             'one trigger'
@@ -72,8 +71,8 @@ export function BatchesPage() {
                 <BatchRow
                   key={batch.id}
                   batch={batch}
-                  triggerName={names?.get(batch.triggerId) ?? null}
-                  loaded={!!names}
+                  triggerName={names?.names.get(batch.triggerId) ?? null}
+                  loaded={names?.complete ?? false}
                 />
               ))}
             </tbody>

@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { cancelJob, emailsOf, liveJobQuery, loadMoreLogs, LOGS_PAGE, membersQuery, runAgain } from '../api/jobs';
 import { appsQuery } from '../api/ota';
-import { answerPage, triggerNamesQuery } from '../api/triggers';
+import { answerPage, triggerNamesOf, triggerNamesQuery } from '../api/triggers';
 import { TriggerName } from '../components/TriggerName';
 import { agentQuery, isFinished, orgsQuery } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
@@ -144,11 +144,7 @@ function JobPlace({ job }: { job: JobDetail }) {
         <>
           <dt>Trigger</dt>
           <dd>
-            <TriggerName
-              id={job.triggerId}
-              names={triggers.isPlaceholderData ? undefined : triggers.data}
-              orgId={orgId}
-            />
+            <TriggerName id={job.triggerId} names={triggerNamesOf(triggers)} orgId={orgId} />
           </dd>
         </>
       )}

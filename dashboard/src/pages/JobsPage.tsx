@@ -2,7 +2,7 @@ import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { type ChangeEvent, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { emailsOf, JOB_FILTER_KEYS, JOB_SOURCES, JOB_STATUSES, jobsQuery, membersQuery } from '../api/jobs';
-import { triggerNamesQuery } from '../api/triggers';
+import { triggerNamesOf, triggerNamesQuery, type TriggerNames } from '../api/triggers';
 import type { JobFilters } from '../api/jobs';
 import { agentNamesQuery } from '../api/agent-pages';
 import type { Job } from '../api/types';
@@ -38,8 +38,7 @@ export function JobsPage() {
   if (loaded && !org) return <NotFoundPage />;
   const names = {
     agents: agents.data ?? new Map<string, string>(),
-    // Known once the names of these rows' triggers are read: one missing then was deleted.
-    triggers: triggers.isPlaceholderData ? undefined : triggers.data,
+    triggers: triggerNamesOf(triggers),
     emails: emailsOf(members.data),
   };
   const apply = (next: JobFilters) => {
@@ -104,7 +103,7 @@ export function JobsPage() {
 
 type Names = {
   agents: Map<string, string>;
-  triggers: Map<string, string> | undefined;
+  triggers: TriggerNames | undefined;
   emails: Map<string, string> | undefined;
 };
 
