@@ -97,6 +97,36 @@ describe.skipIf(!CHROMIUM)('an organization of many triggers', () => {
     await page().getByText('No trigger matches these filters.').waitFor();
   });
 
+  it('keeps the Name field, and its focus, when a filter that matched nothing is cleared', async () => {
+    // Opened at the address of a filter that matches nothing: the unfiltered list is not read yet.
+    await page().goto(`/orgs/${t.orgId}/triggers?q=no+such+trigger`);
+    await page().getByText('No trigger matches these filters.').waitFor();
+    const box = page().getByRole('searchbox', { name: 'Name' });
+    await box.focus();
+    // The unfiltered list is held back while the field is cleared.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = false;
+    const unfiltered = /\/triggers\?limit=100$/;
+    await page().route(unfiltered, async (route) => {
+      asked = true;
+      await held;
+      await route.continue();
+    });
+    try {
+      await page().keyboard.press('ControlOrMeta+A');
+      await page().keyboard.press('Backspace');
+      await expect.poll(() => asked).toBe(true);
+      expect(await page().getByText('No trigger yet.').count()).toBe(0);
+      expect(await box.evaluate((el) => el === el.ownerDocument.activeElement)).toBe(true);
+    } finally {
+      release();
+    }
+    await expect.poll(() => count().innerText()).toBe(`${COUNT} triggers.`);
+    await page().unroute(unfiltered);
+    expect(await box.evaluate((el) => el === el.ownerDocument.activeElement)).toBe(true);
+  });
+
   it('finds a trigger to filter the jobs by by typing its name, and names the triggers of the rows', async () => {
     const wanted = ids.get('deploy 077')!;
     for (const name of ['deploy 077', 'deploy 003']) {

@@ -59,7 +59,9 @@ export function TriggersPage() {
     connected !== undefined &&
     (t.type === 'slack' || t.type === 'discord') &&
     !connected.has(`${t.type}:${t.chatTeamId}`);
-  const none = triggers.data !== undefined && !filtering && matching === 0;
+  // Not from the list kept on screen while another filter's is read (a filter that matched nothing,
+  // cleared): the filters, and the field being typed in, stay.
+  const none = triggers.data !== undefined && !triggers.isPlaceholderData && !filtering && matching === 0;
   return (
     <section aria-labelledby="triggers-heading">
       <div className="page-head">
