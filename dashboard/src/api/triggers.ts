@@ -49,6 +49,16 @@ export interface TriggerFilters {
   q?: string;
 }
 
+/** The longest name a trigger may have, in characters (the coordinator's, which refuses a longer `q`). */
+const MAX_NAME_LENGTH = 255;
+
+/**
+ * A text to find in names, as the coordinator takes it: its first MAX_NAME_LENGTH characters (code
+ * points, never half an emoji), where a longer one (an address typed or shared) was refused, and
+ * the page showed the refusal without its filters.
+ */
+const nameText = (text: string): string => [...text].slice(0, MAX_NAME_LENGTH).join('');
+
 /** Triggers a page: what a screen shows and a person reads before narrowing the list. */
 export const TRIGGER_PAGE = 100;
 
@@ -64,7 +74,8 @@ export const triggerPagesQuery = (orgId: string, filters: TriggerFilters) =>
     queryKey: ['orgs', orgId, 'triggers', 'pages', filters],
     queryFn: ({ pageParam }): Promise<Page<Trigger>> => {
       const query = new URLSearchParams({ limit: String(TRIGGER_PAGE) });
-      for (const key of ['type', 'q'] as const) if (filters[key]) query.set(key, filters[key]);
+      if (filters.type) query.set('type', filters.type);
+      if (filters.q) query.set('q', nameText(filters.q));
       if (pageParam) query.set('cursor', pageParam);
       return apiPage<Trigger>(apiPath`/orgs/${orgId}/triggers?${query}`);
     },
@@ -112,7 +123,7 @@ export const triggerSearchQuery = (orgId: string, text: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'triggers', { search: text }],
     queryFn: () => {
-      const query = new URLSearchParams({ limit: String(TRIGGER_PICKS), ...(text ? { q: text.slice(0, 255) } : {}) });
+      const query = new URLSearchParams({ limit: String(TRIGGER_PICKS), ...(text ? { q: nameText(text) } : {}) });
       return apiPage<Trigger>(apiPath`/orgs/${orgId}/triggers?${query}`);
     },
     placeholderData: keepPreviousData,
