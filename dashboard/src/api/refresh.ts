@@ -17,11 +17,11 @@ export const FILES_REFRESH_MS = 5_000;
 export const LIVE_REFRESH_MS = 5_000;
 
 /**
- * How often the pages that name agents, choose among them or match selectors against them (jobs,
- * triggers, tokens, devices) read every agent and workflow of the organization again while on
- * screen: names, labels, revocations and workflows change by someone's hand or a deploy (a change
- * made in this dashboard refreshes them at once), and those of a fleet of thousands are megabytes.
- * Opening a page reads them anew.
+ * How often the pages that name agents or triggers, choose among them or match selectors against
+ * them (jobs, triggers, tokens, devices) read them and their workflows again while on screen:
+ * names, labels, revocations and workflows change by someone's hand or a deploy (a change made in
+ * this dashboard refreshes them at once), and those of a fleet of thousands are megabytes. Opening
+ * a page reads them anew.
  */
 export const AGENT_DIRECTORY_REFRESH_MS = 60_000;
 

@@ -2,7 +2,7 @@ import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath, type Page } from './client';
 import { namesByIdQuery } from './names-by-id';
-import { TRIGGERS_REFRESH_MS } from './refresh';
+import { AGENT_DIRECTORY_REFRESH_MS, TRIGGERS_REFRESH_MS } from './refresh';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
 
@@ -93,10 +93,10 @@ export const triggersOfTypeQuery = (orgId: string, type: TriggerType) =>
 
 /**
  * The names of the triggers of these ids, 200 a read (namesByIdQuery): a deleted trigger has none.
- * Read once for the ids a page shows.
+ * Refreshed as often as the agents' names (a rename made elsewhere shows within a minute).
  */
 export const triggerNamesQuery = (orgId: string, ids: Iterable<string | null | undefined>) =>
-  namesByIdQuery(orgId, 'triggers', ids, false);
+  namesByIdQuery(orgId, 'triggers', ids, AGENT_DIRECTORY_REFRESH_MS);
 
 /**
  * The trigger names a page has read, and whether they are those of the ids it shows now: while the
