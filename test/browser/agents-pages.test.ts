@@ -97,6 +97,11 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     await expect.poll(() => count().innerText()).toBe(`0 of ${FLEET} agents match.`);
     await page().getByText('No agent matches these filters.').waitFor();
     expect(owner.problems).toEqual([]);
+
+    // An address with more of a name than a name holds (255 characters) matches none, with its filters.
+    await page().goto(`/orgs/${t.orgId}/agents?q=${'k'.repeat(300)}`);
+    await page().getByText('No agent matches these filters.').waitFor();
+    expect(await nameFilter().inputValue()).toBe('k'.repeat(300));
   });
 
   it("offers a token's agents 100 at a time, found by name, those ticked kept out of sight", async () => {

@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import { api, apiPage, apiPath, type Page } from './client';
-import { namesByIdQuery } from './names-by-id';
+import { namesByIdQuery, nameText } from './names-by-id';
 import { AGENT_DIRECTORY_REFRESH_MS, LIVE_REFRESH_MS } from './refresh';
 import type { Agent, Workflow } from './types';
 
@@ -33,7 +33,9 @@ export const agentPagesQuery = (orgId: string, filters: AgentFilters) =>
     queryKey: ['orgs', orgId, 'agents', 'pages', filters],
     queryFn: async ({ pageParam }): Promise<AgentPage> => {
       const query = new URLSearchParams({ limit: String(AGENT_PAGE) });
-      for (const key of ['selector', 'status', 'q'] as const) if (filters[key]) query.set(key, filters[key]);
+      if (filters.selector) query.set('selector', filters.selector);
+      if (filters.status) query.set('status', filters.status);
+      if (filters.q) query.set('q', nameText(filters.q));
       if (pageParam) query.set('cursor', pageParam);
       const page = await apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`);
       if (page.items.length === 0) return { ...page, workflows: [] };
@@ -91,7 +93,7 @@ export const agentSearchQuery = (orgId: string, text: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'agents', { search: text }],
     queryFn: () => {
-      const query = new URLSearchParams({ limit: String(AGENT_PICKS), ...(text ? { q: text.slice(0, 255) } : {}) });
+      const query = new URLSearchParams({ limit: String(AGENT_PICKS), ...(text ? { q: nameText(text) } : {}) });
       return apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`);
     },
     placeholderData: keepPreviousData,

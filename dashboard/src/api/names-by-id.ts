@@ -1,6 +1,16 @@
 import { keepPreviousData, queryOptions } from '@tanstack/react-query';
 import { api, apiPath } from './client';
 
+/** The longest name an agent or a trigger may have, in characters (the coordinator refuses a longer `q`). */
+const MAX_NAME_LENGTH = 255;
+
+/**
+ * A text to find in names, as the coordinator takes it (`q`): its first MAX_NAME_LENGTH characters
+ * (code points, never half an emoji), where a longer one (an address typed or shared) was refused,
+ * and the page showed the refusal without its filters.
+ */
+export const nameText = (text: string): string => [...text].slice(0, MAX_NAME_LENGTH).join('');
+
 /** The most ids one read of a list names (`?id=`; the coordinator's AGENTS_MAX_IDS and TRIGGERS_MAX_IDS). */
 const NAMES_PER_READ = 200;
 /** What the coordinator takes as an id (an audit entry's metadata may hold anything). */

@@ -1,7 +1,7 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath, type Page } from './client';
-import { namesByIdQuery } from './names-by-id';
+import { namesByIdQuery, nameText } from './names-by-id';
 import { AGENT_DIRECTORY_REFRESH_MS, TRIGGERS_REFRESH_MS } from './refresh';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
@@ -48,16 +48,6 @@ export interface TriggerFilters {
   /** A part of the name. */
   q?: string;
 }
-
-/** The longest name a trigger may have, in characters (the coordinator's, which refuses a longer `q`). */
-const MAX_NAME_LENGTH = 255;
-
-/**
- * A text to find in names, as the coordinator takes it: its first MAX_NAME_LENGTH characters (code
- * points, never half an emoji), where a longer one (an address typed or shared) was refused, and
- * the page showed the refusal without its filters.
- */
-const nameText = (text: string): string => [...text].slice(0, MAX_NAME_LENGTH).join('');
 
 /** Triggers a page: what a screen shows and a person reads before narrowing the list. */
 export const TRIGGER_PAGE = 100;
