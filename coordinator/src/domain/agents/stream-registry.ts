@@ -553,7 +553,26 @@ export class StreamRegistry {
   ): Promise<void> {
     if (stream.state !== 'live') return;
     const openIds = new Set(open.map((job) => job.id));
-    for (const [jobId, hand] of [...stream.handed]) if (hand <= cutoff && !openIds.has(jobId)) this.jobEnded(jobId);
+    const ended = [...stream.handed].filter(([jobId, hand]) => hand <= cutoff && !openIds.has(jobId));
+    for (const [jobId] of ended) this.jobEnded(jobId);
+    // One ended by a cancel whose event was missed may still wait in the agent's queue, where it
+    // would take a place this stream now counts free: its cancel takes it out (read by id, 500 a
+    // statement, as only the ends no event announced come here).
+    if (ended.length > 0) {
+      try {
+        const endedJobs = await Promise.all(ended.map(([jobId]) => this.readJob(jobId)));
+        for (const job of endedJobs) {
+          if (stream.state !== 'live' || !job || job.agentId !== stream.agentId) continue;
+          if (job.cancelRequestedAt !== null && job.cancelAckedAt === null) stream.sendCancel(job.id);
+        }
+      } catch (error) {
+        // Sent again at its next connect (the cancels it has not confirmed); its sends go on.
+        this.options.logger.error(
+          { err: error, agentId: stream.agentId },
+          'could not read the jobs that ended unannounced',
+        );
+      }
+    }
     const waiting = new Set(stream.waiting);
     const missed: string[] = [];
     for (const job of open) {

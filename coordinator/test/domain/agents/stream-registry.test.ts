@@ -260,6 +260,25 @@ describe('StreamRegistry between coordinators', () => {
     expect(sink.events()).toEqual(['job:j1', 'cancel:j3', 'job:j2']);
   });
 
+  it("sends the cancel of a queued job cancelled on another coordinator whose event was missed, which takes it out of the agent's queue", async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['q1', 'q2']) s.jobs.set(id, job(id));
+    s.openJobs([job('q1'), job('q2')]);
+    const sink = new FakeSink();
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 2);
+    expect(sink.jobIds()).toEqual(['q1', 'q2']);
+    // Missed: q1, queued on the agent, was cancelled on another coordinator (it ended there, its
+    // cancel not confirmed); q2 finished there. j3 waits.
+    s.jobs.set('q1', { ...job('q1', 'a1', 'cancelled'), cancelRequestedAt: AT });
+    s.jobs.set('q2', job('q2', 'a1', 'success'));
+    s.jobs.set('j3', job('j3'));
+    s.summaries.push(summary('j3'));
+    s.relay.gap();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(sink.events()).toEqual(['job:q1', 'job:q2', 'cancel:q1', 'job:j3']);
+  });
+
   it('checks its streams against the database at each ping, for the events a killed coordinator never sent', async () => {
     const s = setup({ shared: true, pingMs: 1_000 });
     cleanup = () => s.registry.close();
