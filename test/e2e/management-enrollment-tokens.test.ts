@@ -265,6 +265,30 @@ describe('listing and revoking enrollment tokens', () => {
     expect((await enroll(owners.token)).status).toBe(201);
   });
 
+  it("revokes a member's open tokens when they are removed or made a viewer, audited with the reason", async () => {
+    const leaver = await addUser(t.owner, t.orgId, 'leaver@example.test', 'member');
+    const watcher = await addUser(t.owner, t.orgId, 'watcher@example.test', 'operator');
+    const left = await issue(leaver.client, 'left with its maker');
+    const watched = await issue(watcher.client, 'made by a viewer to be');
+    expect((await t.owner.delete(`/orgs/${t.orgId}/members/${leaver.userId}`)).status).toBe(200);
+    const demoted = await t.owner.patch(`/orgs/${t.orgId}/members/${watcher.userId}`, { body: { role: 'viewer' } });
+    expect(demoted.status, demoted.text).toBe(200);
+    const revoked = await t.owner.get<ListedToken[]>(`${path()}?state=revoked`);
+    for (const token of [
+      { ...left, name: 'left with its maker' },
+      { ...watched, name: 'made by a viewer to be' },
+    ]) {
+      expect(revoked.body.find((x) => x.id === token.id)).toMatchObject({ state: 'revoked', revokedBy: null });
+      const audit = await t.owner.get<{ actorType: string; metadata: unknown }[]>(
+        `/orgs/${t.orgId}/audit?action=enrollment_token.revoke&targetId=${token.id}`,
+      );
+      expect(audit.body).toEqual([
+        expect.objectContaining({ actorType: 'user', metadata: { name: token.name, reason: 'maker_cannot_enroll' } }),
+      ]);
+      expect((await enroll(token.token)).body.message).toBe('The enrollment token was revoked');
+    }
+  });
+
   it('lets one of a revocation and an enrollment at once win, never both', async () => {
     const tokens = await Promise.all(Array.from({ length: 8 }, (_, i) => issue(t.owner, `race ${i}`)));
     const outcomes = await Promise.all(

@@ -328,6 +328,35 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('revokes the open enrollment tokens of makers who may enroll no agent any more (0054)', () => {
+    const { db, all, at } = migratedBefore(54);
+    const user = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
+    const member = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
+    for (const id of ['member', 'viewer', 'left']) user.run(id, `${id}@example.test`, 'hash', at);
+    member.run('o', 'member', 'member', at);
+    member.run('o', 'viewer', 'viewer', at);
+    const token = db.prepare(
+      `INSERT INTO enrollment_tokens (id, org_id, token_hash, created_by, expires_at, used_at, created_at)
+       VALUES (?, 'o', ?, ?, ?, ?, ?)`,
+    );
+    const open = '2100-01-01T00:00:00.000Z';
+    token.run('by-member', 'h1', 'member', open, null, at);
+    token.run('by-viewer', 'h2', 'viewer', open, null, at);
+    token.run('by-left', 'h3', 'left', open, null, at);
+    token.run('by-left-used', 'h4', 'left', open, at, at);
+    token.run('by-left-expired', 'h5', 'left', '2000-01-01T00:00:00.000Z', null, at);
+    migrate(db, all);
+    const rows = db.prepare('SELECT id, revoked_at IS NOT NULL AS revoked FROM enrollment_tokens ORDER BY id').all();
+    expect(rows).toEqual([
+      { id: 'by-left', revoked: 1 },
+      { id: 'by-left-expired', revoked: 0 },
+      { id: 'by-left-used', revoked: 0 },
+      { id: 'by-member', revoked: 0 },
+      { id: 'by-viewer', revoked: 1 },
+    ]);
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

@@ -7,6 +7,7 @@ import type {
   Role,
   RoleChangeRefusal,
 } from '../../domain/model/orgs.js';
+import { can } from '@drover/shared';
 import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
 import { lockOrg } from './parent-locks.js';
 import { emailKey } from './users.js';
@@ -72,6 +73,20 @@ const REVOKE_INVITATIONS_OF = query<
    RETURNING id, email, role, expires_at`,
 );
 
+/**
+ * The open enrollment tokens a member made, revoked when they may enroll no agent any more (removed,
+ * or a viewer): enrollment refused them already, but a token listed `open` that works again if its
+ * maker comes back is one an operator cannot see the end of.
+ */
+const REVOKE_ENROLLMENT_TOKENS_OF = query<
+  { id: string; name: string | null },
+  { at: string; orgId: string; userId: string }
+>(
+  `UPDATE enrollment_tokens SET revoked_at = @at
+   WHERE org_id = @orgId AND created_by = @userId AND used_at IS NULL AND revoked_at IS NULL AND expires_at > @at
+   RETURNING id, name`,
+);
+
 type ChangeOutcome = MemberChange | 'last_owner' | 'not_found';
 
 /** `refusal` decides whether a role change or removal is refused (the domain's). */
@@ -92,7 +107,11 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
     if (refused) return refused;
     if (next === null) yield* run(REMOVE, [orgId, userId]);
     else yield* run(SET_ROLE, [next, orgId, userId]);
-    if (next === 'owner') return { revokedInvitations: [] };
+    const revokedEnrollmentTokens =
+      next === null || !can(next, 'agents.enroll')
+        ? yield* all(REVOKE_ENROLLMENT_TOKENS_OF, { at, orgId, userId })
+        : [];
+    if (next === 'owner') return { revokedInvitations: [], revokedEnrollmentTokens };
     const rows = yield* all(REVOKE_INVITATIONS_OF, { at, orgId, userId });
     const revokedInvitations: RevokedInvitation[] = rows.map((r) => ({
       id: r.id,
@@ -100,7 +119,7 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
       role: r.role,
       expiresAt: r.expires_at,
     }));
-    return { revokedInvitations };
+    return { revokedInvitations, revokedEnrollmentTokens };
   }
 
   return {

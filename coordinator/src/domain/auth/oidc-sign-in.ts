@@ -15,6 +15,7 @@ import { mappedOrg } from './role-map.js';
 import { AttemptThrottle, lockedOut, type ThrottlePolicy } from './attempt-throttle.js';
 import { clientKey } from './client-key.js';
 import type { Org } from '../model/orgs.js';
+import { revocationsOf } from '../orgs/members.js';
 
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
 export const NO_PASSWORD = '!sso';
@@ -360,21 +361,10 @@ export class OidcSignInService {
             targetId: userId,
             metadata: { ...metadata, from: current, to: role },
           });
-          // A demoted owner's pending invitations went with the role (OrgRepository.setRole).
-          for (const invitation of outcome.revokedInvitations) {
-            await audit.record({
-              ...userRecord(actor),
-              action: 'invitation.revoke',
-              targetType: 'invitation',
-              targetId: invitation.id,
-              metadata: {
-                email: invitation.email,
-                role: invitation.role,
-                expiresAt: invitation.expiresAt,
-                reason: 'inviter_not_owner',
-                via: 'sso',
-              },
-            });
+          // A demoted owner's pending invitations, a viewer's open enrollment tokens, went with
+          // the role (OrgRepository.setRole).
+          for (const r of revocationsOf(outcome)) {
+            await audit.record({ ...userRecord(actor), ...r, metadata: { ...r.metadata, via: 'sso' } });
           }
         } else {
           logger.warn({ org: name, userId, outcome }, 'single sign-on: the role map could not change the role');

@@ -33,12 +33,20 @@ export interface RevokedInvitation {
   expiresAt: string;
 }
 
+/** An open enrollment token a role change or removal revoked: its maker may enroll no agent any more. */
+export interface RevokedEnrollmentToken {
+  id: string;
+  name: string | null;
+}
+
 /**
  * A role change or removal that was made, with the pending invitations of the member it revoked
- * (when the member is no owner afterwards; none otherwise).
+ * (when the member is no owner afterwards; none otherwise) and their open enrollment tokens (when
+ * they may enroll no agent afterwards: removed, or a viewer).
  */
 export interface MemberChange {
   revokedInvitations: RevokedInvitation[];
+  revokedEnrollmentTokens: RevokedEnrollmentToken[];
 }
 
 export interface OrgRepository {

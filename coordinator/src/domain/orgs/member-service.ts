@@ -1,13 +1,14 @@
-import type { Member, RevokedInvitation, Role } from '../model/orgs.js';
+import type { Member, MemberChange, Role } from '../model/orgs.js';
 import type { Repositories } from '../model/repositories.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
-import { changeMemberRole, removeMember } from './members.js';
+import { changeMemberRole, removeMember, revocationsOf } from './members.js';
 
 /**
  * Members of an organization (docs/management.md, "Members"): given another role, removed; an
  * organization keeps at least one owner. A member who is no owner afterwards loses the pending
- * invitations they sent. Each change, and each invitation it revoked, is audited. Owners only:
+ * invitations they sent; one who may enroll no agent afterwards, their open enrollment tokens.
+ * Each change, and each revocation it made, is audited. Owners only:
  * the caller checks that. Members join by accepting an invitation (InvitationService).
  */
 export class MemberService {
@@ -25,7 +26,7 @@ export class MemberService {
 
   async changeRole(actor: UserActor, userId: string, role: Role): Promise<Member> {
     const { repos, audit, clock } = this.deps;
-    const { member, previousRole, revokedInvitations } = await changeMemberRole(
+    const { member, previousRole, ...change } = await changeMemberRole(
       repos,
       actor.orgId,
       userId,
@@ -41,31 +42,24 @@ export class MemberService {
         }),
       );
     }
-    await this.recordRevoked(actor, revokedInvitations);
+    await this.recordRevoked(actor, change);
     return member;
   }
 
   async remove(actor: UserActor, userId: string): Promise<Member> {
     const { repos, audit, clock } = this.deps;
-    const { member, revokedInvitations } = await removeMember(repos, actor.orgId, userId, isoAt(clock.now()));
+    const { member, ...change } = await removeMember(repos, actor.orgId, userId, isoAt(clock.now()));
     await audit.record(
       userAction(actor, 'member.remove', 'user', member.userId, { email: member.email, role: member.role }),
     );
-    await this.recordRevoked(actor, revokedInvitations);
+    await this.recordRevoked(actor, change);
     return member;
   }
 
-  /** The invitations a change revoked, each audited as an owner's revocation would be, saying why. */
-  private async recordRevoked(actor: UserActor, revoked: RevokedInvitation[]): Promise<void> {
-    for (const invitation of revoked) {
-      await this.deps.audit.record(
-        userAction(actor, 'invitation.revoke', 'invitation', invitation.id, {
-          email: invitation.email,
-          role: invitation.role,
-          expiresAt: invitation.expiresAt,
-          reason: 'inviter_not_owner',
-        }),
-      );
+  /** What a change revoked, each audited as its revocation by hand would be, saying why. */
+  private async recordRevoked(actor: UserActor, change: MemberChange): Promise<void> {
+    for (const r of revocationsOf(change)) {
+      await this.deps.audit.record(userAction(actor, r.action, r.targetType, r.targetId, r.metadata));
     }
   }
 }

@@ -144,7 +144,10 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     const owner = (await t.repos.orgs.listMembers(orgId)).find((m) => m.role === 'owner')!.userId;
     expect(await t.repos.orgs.removeMember(orgId, owner, AT)).toBe('last_owner');
     const member = owner === a ? b : a;
-    expect(await t.repos.orgs.removeMember(orgId, member, AT)).toEqual({ revokedInvitations: [] });
+    expect(await t.repos.orgs.removeMember(orgId, member, AT)).toEqual({
+      revokedInvitations: [],
+      revokedEnrollmentTokens: [],
+    });
     expect(await t.repos.orgs.removeMember(orgId, member, AT)).toBe('not_found');
     expect(await t.repos.orgs.setRole(orgId, member, 'owner', AT)).toBe('not_found');
   });
@@ -351,15 +354,20 @@ describe.each(DATABASES)('invitations (%s)', (kind) => {
       revokedInvitations: [
         { id: fromAlice.id, email: 'mallory@example.test', role: 'owner', expiresAt: fromAlice.expiresAt },
       ],
+      revokedEnrollmentTokens: [],
     });
     expect(await t.repos.invitations.accept(fromAlice.id, mallory, later(2))).toBe('not_pending');
     expect(await t.repos.orgs.roleOf(orgId, mallory)).toBeNull();
     expect(await t.repos.invitations.findById(fromAlice.id)).toMatchObject({ status: 'revoked', endedAt: later(1) });
 
     // Demoted: bob's goes too; an owner staying an owner keeps theirs.
-    expect(await t.repos.orgs.setRole(orgId, bob, 'owner', later(3))).toEqual({ revokedInvitations: [] });
+    expect(await t.repos.orgs.setRole(orgId, bob, 'owner', later(3))).toEqual({
+      revokedInvitations: [],
+      revokedEnrollmentTokens: [],
+    });
     expect(await t.repos.orgs.setRole(orgId, bob, 'operator', later(3))).toEqual({
       revokedInvitations: [{ id: fromBob.id, email: 'eve@example.test', role: 'member', expiresAt: fromBob.expiresAt }],
+      revokedEnrollmentTokens: [],
     });
     expect((await t.repos.invitations.listPending(orgId)).map((i) => i.id)).toEqual([fromOwner.id]);
 

@@ -85,67 +85,57 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.listByOrg(orgId)).toEqual([]);
   });
 
-  it('refuses a token whose maker is no longer a member of its organization, without spending it', async () => {
+  it('revokes the open tokens of a maker who leaves the organization or becomes a viewer: they enroll nothing, even once the maker is back', async () => {
     const ownerId = newId();
     await t.repos.users.insert({ id: ownerId, email: `${ownerId}@example.test`, passwordHash: 'x', createdAt: AT });
     const orgId = newId();
     await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, ownerId);
-    const makerId = newId();
-    await t.repos.users.insert({ id: makerId, email: `${makerId}@example.test`, passwordHash: 'x', createdAt: AT });
-    await t.repos.orgs.addMember(orgId, makerId, 'operator', AT);
-    const made = async (createdBy: string) => {
-      const tokenHash = newId();
+    const [leaver, viewer] = [newId(), newId()];
+    for (const id of [leaver, viewer]) {
+      await t.repos.users.insert({ id, email: `${id}@example.test`, passwordHash: 'x', createdAt: AT });
+      await t.repos.orgs.addMember(orgId, id, 'operator', AT);
+    }
+    const made = async (createdBy: string, name: string | null, expiresAt = later(3_600_000)) => {
+      const token = { id: newId(), hash: newId(), name };
       await t.repos.enrollmentTokens.insert(
-        {
-          id: newId(),
-          orgId,
-          name: null,
-          expiresAt: later(3_600_000),
-          usedAt: null,
-          usedByAgentId: null,
-          createdBy,
-          createdAt: AT,
-        },
-        tokenHash,
+        { id: token.id, orgId, name, expiresAt, usedAt: null, usedByAgentId: null, createdBy, createdAt: AT },
+        token.hash,
       );
-      return tokenHash;
+      return token;
     };
-    const [left, stays] = [await made(makerId), await made(ownerId)];
-    expect(await t.repos.orgs.removeMember(orgId, makerId, AT)).toEqual({ revokedInvitations: [] });
-    expect(await t.repos.agents.enroll(left, agent(), AT)).toEqual({ ok: false, reason: 'issuer_left' });
-    expect((await t.repos.agents.enroll(stays, agent(), AT)).ok).toBe(true);
-    // Back in the organization, their token works again, as their API tokens do.
-    await t.repos.orgs.addMember(orgId, makerId, 'member', AT);
-    expect((await t.repos.agents.enroll(left, agent(), AT)).ok).toBe(true);
-  });
+    const [left, spent, lapsed, stays] = [
+      await made(leaver, 'rack 4'),
+      await made(leaver, null),
+      await made(leaver, null, later(1)),
+      await made(ownerId, null),
+    ];
+    expect((await t.repos.agents.enroll(spent.hash, agent(), AT)).ok).toBe(true);
+    const watched = await made(viewer, null);
 
-  it('refuses a token whose maker is now a viewer, who may not enroll agents, without spending it', async () => {
-    const ownerId = newId();
-    await t.repos.users.insert({ id: ownerId, email: `${ownerId}@example.test`, passwordHash: 'x', createdAt: AT });
-    const orgId = newId();
-    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, ownerId);
-    const makerId = newId();
-    await t.repos.users.insert({ id: makerId, email: `${makerId}@example.test`, passwordHash: 'x', createdAt: AT });
-    await t.repos.orgs.addMember(orgId, makerId, 'member', AT);
-    const tokenHash = newId();
-    await t.repos.enrollmentTokens.insert(
-      {
-        id: newId(),
-        orgId,
-        name: null,
-        expiresAt: later(3_600_000),
-        usedAt: null,
-        usedByAgentId: null,
-        createdBy: makerId,
-        createdAt: AT,
-      },
-      tokenHash,
-    );
-    await t.repos.orgs.setRole(orgId, makerId, 'viewer', AT);
-    expect(await t.repos.agents.enroll(tokenHash, agent(), AT)).toEqual({ ok: false, reason: 'issuer_role' });
-    // A member again, their token works, as their API tokens do.
-    await t.repos.orgs.setRole(orgId, makerId, 'member', AT);
-    expect((await t.repos.agents.enroll(tokenHash, agent(), AT)).ok).toBe(true);
+    // Removed (from another coordinator): only the open one is revoked, with the membership.
+    expect(await t.other.orgs.removeMember(orgId, leaver, later(2))).toEqual({
+      revokedInvitations: [],
+      revokedEnrollmentTokens: [{ id: left.id, name: 'rack 4' }],
+    });
+    expect(await t.repos.enrollmentTokens.findInOrg(orgId, left.id)).toMatchObject({ revokedAt: later(2) });
+    expect(await t.repos.enrollmentTokens.findInOrg(orgId, lapsed.id)).toMatchObject({ revokedAt: null });
+    expect(await t.repos.agents.enroll(left.hash, agent(), later(3))).toEqual({ ok: false, reason: 'revoked' });
+    expect((await t.repos.agents.enroll(stays.hash, agent(), later(3))).ok).toBe(true);
+    // Back in the organization, the token stays revoked.
+    await t.repos.orgs.addMember(orgId, leaver, 'member', later(4));
+    expect(await t.repos.agents.enroll(left.hash, agent(), later(5))).toEqual({ ok: false, reason: 'revoked' });
+
+    // Another role that enrolls revokes nothing; a viewer's goes, and stays gone once a member again.
+    expect(await t.repos.orgs.setRole(orgId, viewer, 'member', later(6))).toEqual({
+      revokedInvitations: [],
+      revokedEnrollmentTokens: [],
+    });
+    expect(await t.repos.orgs.setRole(orgId, viewer, 'viewer', later(7))).toEqual({
+      revokedInvitations: [],
+      revokedEnrollmentTokens: [{ id: watched.id, name: null }],
+    });
+    await t.repos.orgs.setRole(orgId, viewer, 'member', later(8));
+    expect(await t.repos.agents.enroll(watched.hash, agent(), later(9))).toEqual({ ok: false, reason: 'revoked' });
   });
 
   it('lists the most recently registered first, and finds agents only in their organization', async () => {

@@ -376,3 +376,54 @@ describe('the two schemas', () => {
     expect(apart, 'twins marked differently (docs/scaling.md, "Breaking migrations")').toEqual([]);
   });
 });
+
+describe('0037_enrollment_tokens_of_former_makers', () => {
+  it('revokes the open enrollment tokens of makers who may enroll no agent any more', async () => {
+    const p = await emptyPool();
+    try {
+      await migratePostgres(
+        p,
+        loadPostgresMigrations().filter((m) => m.version < 37),
+      );
+      const at = '2030-01-01T00:00:00Z';
+      await p.query("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)", [at]);
+      for (const id of ['member', 'viewer', 'left']) {
+        await p.query('INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4)', [
+          id,
+          `${id}@example.test`,
+          'hash',
+          at,
+        ]);
+      }
+      await p.query(
+        "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', 'member', 'member', $1), ('o', 'viewer', 'viewer', $1)",
+        [at],
+      );
+      const open = '2100-01-01T00:00:00Z';
+      for (const [id, by, expires, used] of [
+        ['by-member', 'member', open, null],
+        ['by-viewer', 'viewer', open, null],
+        ['by-left', 'left', open, null],
+        ['by-left-used', 'left', open, at],
+        ['by-left-expired', 'left', '2000-01-01T00:00:00Z', null],
+      ]) {
+        await p.query(
+          `INSERT INTO enrollment_tokens (id, org_id, token_hash, created_by, expires_at, used_at, created_at)
+           VALUES ($1, 'o', $1, $2, $3, $4, $5)`,
+          [id, by, expires, used, at],
+        );
+      }
+      await migratePostgres(p);
+      const { rows } = await p.query('SELECT id, revoked_at IS NOT NULL AS revoked FROM enrollment_tokens ORDER BY id');
+      expect(rows).toEqual([
+        { id: 'by-left', revoked: true },
+        { id: 'by-left-expired', revoked: false },
+        { id: 'by-left-used', revoked: false },
+        { id: 'by-member', revoked: false },
+        { id: 'by-viewer', revoked: true },
+      ]);
+    } finally {
+      await p.end();
+    }
+  });
+});
