@@ -282,28 +282,40 @@ describe('0035_enrollment_token_revocation', () => {
   });
 });
 
+/**
+ * A database migrated up to `version` (excluded) holding organization `o` and a user per key of
+ * `users` (`<id>@example.test`), a member of `o` in the role given (null: not a member).
+ */
+async function orgBefore(version: number, users: Record<string, string | null>): Promise<{ p: PgPool; at: string }> {
+  const p = await emptyPool();
+  await migratePostgres(
+    p,
+    loadPostgresMigrations().filter((m) => m.version < version),
+  );
+  const at = '2030-01-01T00:00:00Z';
+  await p.query("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)", [at]);
+  for (const [id, role] of Object.entries(users)) {
+    await p.query('INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4)', [
+      id,
+      `${id}@example.test`,
+      'hash',
+      at,
+    ]);
+    if (role !== null) {
+      await p.query("INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', $1, $2, $3)", [
+        id,
+        role,
+        at,
+      ]);
+    }
+  }
+  return { p, at };
+}
+
 describe('0036_invitations_of_former_owners', () => {
   it('revokes the pending invitations of inviters who are no owner of the organization any more', async () => {
-    const p = await emptyPool();
+    const { p, at } = await orgBefore(36, { owner: 'owner', demoted: 'operator', left: null });
     try {
-      await migratePostgres(
-        p,
-        loadPostgresMigrations().filter((m) => m.version < 36),
-      );
-      const at = '2030-01-01T00:00:00Z';
-      await p.query("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)", [at]);
-      for (const id of ['owner', 'demoted', 'left']) {
-        await p.query('INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4)', [
-          id,
-          `${id}@example.test`,
-          'hash',
-          at,
-        ]);
-      }
-      await p.query(
-        "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', 'owner', 'owner', $1), ('o', 'demoted', 'operator', $1)",
-        [at],
-      );
       for (const [id, email, status, by] of [
         ['by-owner', 'a@example.test', 'pending', 'owner'],
         ['by-demoted', 'b@example.test', 'pending', 'demoted'],
@@ -379,26 +391,8 @@ describe('the two schemas', () => {
 
 describe('0037_enrollment_tokens_of_former_makers', () => {
   it('revokes the open enrollment tokens of makers who may enroll no agent any more', async () => {
-    const p = await emptyPool();
+    const { p, at } = await orgBefore(37, { member: 'member', viewer: 'viewer', left: null });
     try {
-      await migratePostgres(
-        p,
-        loadPostgresMigrations().filter((m) => m.version < 37),
-      );
-      const at = '2030-01-01T00:00:00Z';
-      await p.query("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)", [at]);
-      for (const id of ['member', 'viewer', 'left']) {
-        await p.query('INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4)', [
-          id,
-          `${id}@example.test`,
-          'hash',
-          at,
-        ]);
-      }
-      await p.query(
-        "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', 'member', 'member', $1), ('o', 'viewer', 'viewer', $1)",
-        [at],
-      );
       const open = '2100-01-01T00:00:00Z';
       for (const [id, by, expires, used] of [
         ['by-member', 'member', open, null],
