@@ -104,22 +104,29 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     expect(await nameFilter().inputValue()).toBe('k'.repeat(300));
   });
 
-  it("offers a token's agents 100 at a time, found by name, those ticked kept out of sight", async () => {
+  it("offers a token's agents 50 at a time, found by name on the coordinator, those ticked kept in sight", async () => {
+    asked.length = 0;
+    workflowsAsked.length = 0;
     await page().goto(`/orgs/${t.orgId}/api-tokens`);
     const group = page().getByRole('group', { name: 'Read agents and their workflows' });
     const boxes = group.getByRole('checkbox');
-    await expect.poll(() => boxes.count()).toBe(100);
-    await group.getByText('5 more agents match: find them by name.').waitFor();
+    await expect.poll(() => boxes.count()).toBe(50);
+    await group.getByText(`${FLEET - 50} more agents match: find them by name.`).waitFor();
     const find = group.getByRole('searchbox', { name: 'Find agents by name' });
-    await find.fill('kiosk-10');
+    await find.fill('KIOSK-10');
     await expect.poll(() => boxes.count()).toBe(5);
     await group.getByRole('checkbox', { name: /^kiosk-104 / }).check();
     await find.fill('kiosk-00');
-    await expect.poll(() => boxes.count()).toBe(10);
-    await group.getByText('1 chosen agent is not shown here.').waitFor();
+    // The ten found, and the one ticked before, first and still ticked.
+    await expect.poll(() => boxes.count()).toBe(11);
+    expect(await group.locator('label.check').first().innerText()).toMatch(/^kiosk-104 /);
+    expect(await boxes.first().isChecked()).toBe(true);
+    await find.fill('no such kiosk');
+    await group.getByText('No agent has “no such kiosk” in its name or hostname.').waitFor();
+    expect(await boxes.count()).toBe(1);
     await page().getByLabel('Name', { exact: true }).fill('fleet reader');
     await page().getByRole('button', { name: 'Issue token' }).click();
-    await page().getByText('fleet reader').first().waitFor();
+    await page().getByRole('row', { name: 'fleet reader' }).getByText('agents: kiosk-104').waitFor();
     const tokens = await t.owner.get<{ name: string; scopes: { type: string; agentIds?: string[] }[] }[]>(
       `/orgs/${t.orgId}/api-tokens`,
     );
@@ -127,6 +134,11 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     expect(tokens.body.find((token) => token.name === 'fleet reader')?.scopes).toEqual([
       { type: 'agent', agentIds: [agents.body[0]!.id] },
     ]);
+    // Never every agent, nor every workflow, of the organization.
+    expect(asked.filter((search) => !/[?&](limit=\d+|id=)/.test(search))).toEqual([]);
+    expect(workflowsAsked.length).toBeGreaterThan(0);
+    expect(workflowsAsked.filter((search) => !/[?&]agentId=/.test(search))).toEqual([]);
+    expect(owner.problems).toEqual([]);
   });
 
   it("names the agents the Jobs, job, Triggers and Audit pages show, and finds the Jobs filter's agent by name, never reading every agent", async () => {

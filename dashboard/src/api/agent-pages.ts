@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import { api, apiPage, apiPath, type Page } from './client';
-import { namesByIdQuery, nameText } from './names-by-id';
+import { CHOICES, namesByIdQuery, nameText } from './names-by-id';
 import { AGENT_DIRECTORY_REFRESH_MS, LIVE_REFRESH_MS } from './refresh';
 import type { Agent, Workflow } from './types';
 
@@ -95,6 +95,36 @@ export const agentSearchQuery = (orgId: string, text: string) =>
     queryFn: () => {
       const query = new URLSearchParams({ limit: String(AGENT_PICKS), ...(text ? { q: nameText(text) } : {}) });
       return apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`);
+    },
+    placeholderData: keepPreviousData,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
+  });
+
+/** An agent offered as a choice, with the names of the workflows it reported. */
+export interface AgentChoice extends Agent {
+  workflows: string[];
+}
+
+/**
+ * The CHOICES most recently registered agents whose name or hostname holds `text` (every agent
+ * when it is empty), with their workflows' names and how many match: what the API token form and
+ * an application's "Bind agents" offer, where they read every agent (and every workflow) of the
+ * organization.
+ */
+export const agentChoicesQuery = (orgId: string, text: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'agents', { choices: text }],
+    queryFn: async (): Promise<Page<AgentChoice>> => {
+      const query = new URLSearchParams({ limit: String(CHOICES), ...(text ? { q: nameText(text) } : {}) });
+      const page = await apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`);
+      const workflowsOf = new Map<string, string[]>();
+      if (page.items.length > 0) {
+        const ids = new URLSearchParams(page.items.map((agent) => ['agentId', agent.id]));
+        for (const w of await api<Workflow[]>('GET', apiPath`/orgs/${orgId}/workflows?${ids}`)) {
+          workflowsOf.set(w.agentId, [...(workflowsOf.get(w.agentId) ?? []), w.name]);
+        }
+      }
+      return { ...page, items: page.items.map((agent) => ({ ...agent, workflows: workflowsOf.get(agent.id) ?? [] })) };
     },
     placeholderData: keepPreviousData,
     refetchInterval: AGENT_DIRECTORY_REFRESH_MS,

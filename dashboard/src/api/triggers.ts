@@ -1,7 +1,7 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath, type Page } from './client';
-import { namesByIdQuery, nameText } from './names-by-id';
+import { CHOICES, namesByIdQuery, nameText, readNames } from './names-by-id';
 import { AGENT_DIRECTORY_REFRESH_MS, TRIGGERS_REFRESH_MS } from './refresh';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
@@ -74,13 +74,6 @@ export const triggerPagesQuery = (orgId: string, filters: TriggerFilters) =>
     refetchInterval: (query) => TRIGGERS_REFRESH_MS * Math.max(1, query.state.data?.pages.length ?? 1),
   });
 
-/** Every trigger of one type (the webhook triggers an API token may be granted), read once. */
-export const triggersOfTypeQuery = (orgId: string, type: TriggerType) =>
-  queryOptions({
-    queryKey: ['orgs', orgId, 'triggers', { type }],
-    queryFn: () => api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers?${new URLSearchParams({ type })}`),
-  });
-
 /**
  * The names of the triggers of these ids, 200 a read (namesByIdQuery): a deleted trigger has none.
  * Refreshed as often as the agents' names (a rename made elsewhere shows within a minute).
@@ -115,6 +108,40 @@ export const triggerSearchQuery = (orgId: string, text: string) =>
     queryFn: () => {
       const query = new URLSearchParams({ limit: String(TRIGGER_PICKS), ...(text ? { q: nameText(text) } : {}) });
       return apiPage<Trigger>(apiPath`/orgs/${orgId}/triggers?${query}`);
+    },
+    placeholderData: keepPreviousData,
+  });
+
+/** A webhook trigger offered to an API token, with the name of its agent (null: it runs on a selector's). */
+export interface WebhookChoice extends Trigger {
+  agentName: string | null;
+}
+
+/**
+ * The CHOICES oldest webhook triggers whose name holds `text` (every one when it is empty), with the
+ * names of their agents and how many match: what the API token form offers to run, where it read
+ * every trigger and every agent of the organization.
+ */
+export const webhookChoicesQuery = (orgId: string, text: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'triggers', { webhookChoices: text }],
+    queryFn: async (): Promise<Page<WebhookChoice>> => {
+      const query = new URLSearchParams({
+        type: 'webhook',
+        limit: String(CHOICES),
+        ...(text ? { q: nameText(text) } : {}),
+      });
+      const page = await apiPage<Trigger>(apiPath`/orgs/${orgId}/triggers?${query}`);
+      const agents = await readNames(
+        orgId,
+        'agents',
+        page.items.map((t) => t.agentId),
+      );
+      const items = page.items.map((t) => ({
+        ...t,
+        agentName: t.agentId === null ? null : (agents.get(t.agentId) ?? null),
+      }));
+      return { ...page, items };
     },
     placeholderData: keepPreviousData,
   });

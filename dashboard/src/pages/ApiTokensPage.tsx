@@ -3,9 +3,10 @@ import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { api, apiPath } from '../api/client';
 import { apiTokensQuery, type ApiToken, type IssuedApiToken } from '../api/access';
-import { agentsQuery, sessionQuery } from '../api/queries';
+import { agentNamesQuery } from '../api/agent-pages';
+import { sessionQuery } from '../api/queries';
 import { bindingsQuery } from '../api/storage-bindings';
-import { triggerNamesQuery, triggersOfTypeQuery } from '../api/triggers';
+import { triggerNamesQuery } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -19,13 +20,18 @@ import { allows, useOrg } from './use-org';
 export function ApiTokensPage() {
   const { orgId, org, loaded } = useOrg();
   const tokens = useQuery(apiTokensQuery(orgId));
-  const agents = useQuery(agentsQuery(orgId));
-  // A token runs webhook triggers only: those the form offers; the names of those granted, by id.
-  const triggers = useQuery(triggersOfTypeQuery(orgId, 'webhook'));
-  const granted = useQuery(
+  // The names of the agents and triggers the tokens are granted, by id: never every one of the organization.
+  const scopes = (tokens.data ?? []).flatMap((token) => token.scopes);
+  const agents = useQuery(
+    agentNamesQuery(
+      orgId,
+      scopes.flatMap((g) => (g.type === 'agent' ? g.agentIds : [])),
+    ),
+  );
+  const triggers = useQuery(
     triggerNamesQuery(
       orgId,
-      (tokens.data ?? []).flatMap((token) => token.scopes.flatMap((g) => (g.type === 'trigger' ? g.triggerIds : []))),
+      scopes.flatMap((g) => (g.type === 'trigger' ? g.triggerIds : [])),
     ),
   );
   const bindings = useQuery(bindingsQuery(orgId));
@@ -37,9 +43,8 @@ export function ApiTokensPage() {
   const mayRevokeAny = allows(org, 'api_tokens.revoke_any');
   const mayRevoke = (token: ApiToken) => mayRevokeAny || (mayIssue && token.userId === session.data?.user.id);
   const names: Names = new Map([
-    ...(agents.data ?? []).map((a) => [a.id, a.name] as const),
-    ...(granted.data ?? []),
-    ...(triggers.data ?? []).map((t) => [t.id, t.name] as const),
+    ...(agents.data ?? []),
+    ...(triggers.data ?? []),
     ...(bindings.data ?? []).map((b) => [b.id, b.name] as const),
   ]);
   return (
@@ -79,11 +84,9 @@ export function ApiTokensPage() {
       {mayIssue && (
         <IssueTokenForm
           orgId={orgId}
-          agents={agents.data ?? []}
-          triggers={triggers.data ?? []}
           bindings={bindings.data ?? []}
           names={names}
-          loadError={agents.error ?? triggers.error ?? bindings.error}
+          loadError={bindings.error}
           onIssued={setIssued}
         />
       )}

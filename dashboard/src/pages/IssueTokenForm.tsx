@@ -1,4 +1,4 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { api, ApiError, apiPath } from '../api/client';
@@ -10,15 +10,15 @@ import {
   type IssueRequest,
   type StoragePermission,
 } from '../api/access';
-import { workflowsQuery } from '../api/queries';
+import { agentChoicesQuery, type AgentChoice } from '../api/agent-pages';
 import type { StorageBinding } from '../api/storage-bindings';
-import type { Trigger } from '../api/triggers';
-import type { Agent } from '../api/types';
-import { AgentChoices } from '../components/AgentChoices';
+import { webhookChoicesQuery, type WebhookChoice } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError, unreadableNumbers, type FieldErrors } from '../components/FieldErrors';
 import { grantErrors, type Names } from '../components/grant-words';
+import { SearchChoices, type ChoiceWords } from '../components/SearchChoices';
 import { workflowWords } from '../components/trigger-words';
+import { shortId } from '@drover/shared/short-id';
 
 const FIELDS = [
   'name',
@@ -44,8 +44,8 @@ const EXPIRIES = [
 
 interface Draft {
   name: string;
-  agentIds: string[];
-  triggerIds: string[];
+  agents: AgentChoice[];
+  triggers: WebhookChoice[];
   storage: 'none' | 'all' | 'some';
   bindingIds: string[];
   permissions: StoragePermission[];
@@ -58,8 +58,8 @@ interface Draft {
 
 const EMPTY: Draft = {
   name: '',
-  agentIds: [],
-  triggerIds: [],
+  agents: [],
+  triggers: [],
   storage: 'none',
   bindingIds: [],
   permissions: ['read'],
@@ -87,8 +87,8 @@ function expiryOf(d: Draft, now: number): string | null {
  */
 export function requestOf(d: Draft, now = Date.now()): IssueRequest {
   const scopes: Grant[] = [];
-  if (d.agentIds.length > 0) scopes.push({ type: 'agent', agentIds: d.agentIds });
-  if (d.triggerIds.length > 0) scopes.push({ type: 'trigger', triggerIds: d.triggerIds });
+  if (d.agents.length > 0) scopes.push({ type: 'agent', agentIds: d.agents.map((a) => a.id) });
+  if (d.triggers.length > 0) scopes.push({ type: 'trigger', triggerIds: d.triggers.map((t) => t.id) });
   if (d.storage !== 'none') {
     scopes.push({
       type: 'storage',
@@ -109,19 +109,37 @@ export function requestOf(d: Draft, now = Date.now()): IssueRequest {
 const toggle = <T,>(list: T[], item: T, on: boolean): T[] =>
   on ? [...list.filter((x) => x !== item), item] : list.filter((x) => x !== item);
 
-/** Issue an API token: name, a grants picker built from the organization's data, limits, expiry. */
+/** An item ticked or unticked in a list of choices: kept by id (a refreshed search makes new objects). */
+const toggleItem = <T extends { id: string }>(list: T[], item: T, on: boolean): T[] =>
+  on ? [...list.filter((x) => x.id !== item.id), item] : list.filter((x) => x.id !== item.id);
+
+const TRIGGER_WORDS: ChoiceWords = {
+  find: 'Find triggers by name',
+  placeholder: 'Find by name',
+  one: 'webhook trigger',
+  many: 'webhook triggers',
+};
+const AGENT_WORDS: ChoiceWords = {
+  find: 'Find agents by name',
+  placeholder: 'Find by name or hostname',
+  one: 'agent',
+  many: 'agents',
+};
+
+/**
+ * Issue an API token: name, grants (the organization's webhook triggers and agents found by name
+ * on the coordinator, its storage bindings), limits, expiry.
+ */
 export function IssueTokenForm(props: {
   orgId: string;
-  agents: Agent[];
-  triggers: Trigger[];
   bindings: StorageBinding[];
+  /** The names of the page's agents, triggers and bindings, for the API's refusals. */
   names: Names;
   loadError: unknown;
   onIssued: (token: IssuedApiToken) => void;
 }) {
-  const { orgId, triggers, bindings, names, onIssued } = props;
+  const { orgId, bindings, onIssued } = props;
   const [draft, setDraft] = useState<Draft>(EMPTY);
-  const workflows = useQuery(workflowsQuery(orgId));
   const queryClient = useQueryClient();
   const issue = useMutation({
     mutationFn: ({ body, unreadable }: { body: IssueRequest; unreadable: ApiError | null }) => {
@@ -135,6 +153,11 @@ export function IssueTokenForm(props: {
       void queryClient.invalidateQueries({ queryKey: apiTokensQuery(orgId).queryKey });
     },
   });
+  // The names of what is chosen too: a refusal names a revoked agent or a deleted trigger by id.
+  const names: Names = new Map([
+    ...props.names,
+    ...[...draft.agents, ...draft.triggers].map((item) => [item.id, item.name] as const),
+  ]);
   const error = grantErrors(issue.error, issue.variables?.body.scopes, names);
   const errors = fieldErrors(error, FIELDS, 'body', 'token');
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
@@ -142,13 +165,6 @@ export function IssueTokenForm(props: {
     event.preventDefault();
     issue.mutate({ body: requestOf(draft), unreadable: unreadableNumbers(event.currentTarget, 'body', 'token') });
   };
-  const agents = props.agents.filter((a) => a.status !== 'revoked');
-  // A token runs webhook triggers only: cron triggers run on their schedule, chat ones from their channel.
-  const runnable = triggers.filter((t) => t.type === 'webhook');
-  const agentName = new Map(props.agents.map((a) => [a.id, a.name]));
-  // Each agent's workflows by name, once: not a walk over every workflow for each of a fleet's agents.
-  const workflowsOf = new Map<string, string[]>();
-  for (const w of workflows.data ?? []) workflowsOf.set(w.agentId, [...(workflowsOf.get(w.agentId) ?? []), w.name]);
   const limit = (key: 'perMinute' | 'perHour' | 'perDay', field: (typeof FIELDS)[number], label: string) => (
     <Field errors={errors} field={field} label={label}>
       <input
@@ -180,19 +196,16 @@ export function IssueTokenForm(props: {
         </div>
 
         <Group errors={errors} field="triggerIds" legend="Run triggers">
-          {runnable.length === 0 && <p className="hint">This organization has no webhook trigger yet.</p>}
-          {runnable.map((t) => (
-            <label key={t.id} className="check">
-              <input
-                type="checkbox"
-                checked={draft.triggerIds.includes(t.id)}
-                onChange={(e) => set('triggerIds', toggle(draft.triggerIds, t.id, e.target.checked))}
-              />
-              <span>
-                {t.name} <span className="hint">({pickerTriggerWords(t, agentName)})</span>
-              </span>
-            </label>
-          ))}
+          {/* A token runs webhook triggers only: cron triggers run on their schedule, chat ones from their channel. */}
+          <SearchChoices
+            search={(text) => webhookChoicesQuery(orgId, text)}
+            words={TRIGGER_WORDS}
+            chosen={draft.triggers}
+            onToggle={(t, on) => setDraft((d) => ({ ...d, triggers: toggleItem(d.triggers, t, on) }))}
+            describe={(t) => <span className="hint">({choiceTriggerWords(t)})</span>}
+            noneFound={(text) => `No webhook trigger has “${text}” in its name.`}
+            noneAtAll="This organization has no webhook trigger yet."
+          />
           <p className="hint">
             <code>POST /v1/triggers/&lt;id&gt;/run</code>; discovery then shows each trigger&apos;s agent and workflow.
             Webhook triggers only: cron triggers run on their schedule, chat triggers from their channel.
@@ -200,23 +213,20 @@ export function IssueTokenForm(props: {
         </Group>
 
         <Group errors={errors} field="agentIds" legend="Read agents and their workflows">
-          {agents.length === 0 && <p className="hint">This organization has no active agent.</p>}
-          {agents.length > 0 && (
-            <AgentChoices
-              agents={agents}
-              chosen={draft.agentIds}
-              onToggle={(id, on) => setDraft((d) => ({ ...d, agentIds: toggle(d.agentIds, id, on) }))}
-              describe={(a) => {
-                const theirs = workflowsOf.get(a.id) ?? [];
-                return (
-                  <span className="hint">
-                    ({theirs.length > 0 ? `workflows: ${theirs.join(', ')}` : 'no workflow reported'})
-                  </span>
-                );
-              }}
-              noneFound={(text) => `No agent has “${text}” in its name.`}
-            />
-          )}
+          <SearchChoices
+            search={(text) => agentChoicesQuery(orgId, text)}
+            words={AGENT_WORDS}
+            chosen={draft.agents}
+            onToggle={(a, on) => setDraft((d) => ({ ...d, agents: toggleItem(d.agents, a, on) }))}
+            offered={(a) => a.status !== 'revoked'}
+            describe={(a) => (
+              <span className="hint">
+                ({a.workflows.length > 0 ? `workflows: ${a.workflows.join(', ')}` : 'no workflow reported'})
+              </span>
+            )}
+            noneFound={(text) => `No agent has “${text}” in its name or hostname.`}
+            noneAtAll="This organization has no agent yet."
+          />
           <p className="hint">
             <code>GET /v1/agents</code>, <code>/v1/devices</code> and <code>/v1/workflows</code> show these agents.
           </p>
@@ -315,8 +325,8 @@ export function IssueTokenForm(props: {
   );
 }
 
-function pickerTriggerWords(t: Trigger, agentName: Map<string, string>): string {
-  const agent = t.agentId === null ? `agents ${t.agentSelector}` : (agentName.get(t.agentId) ?? 'agent');
+function choiceTriggerWords(t: WebhookChoice): string {
+  const agent = t.agentId === null ? `agents ${t.agentSelector}` : (t.agentName ?? shortId(t.agentId));
   return `${agent} · ${workflowWords(t)}`;
 }
 
