@@ -1684,11 +1684,45 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List an application's device bindings with their current and desired releases */
+    /** List an application's device bindings with their current and desired releases, in bind order: those a channel, a state, a text and a list of agents match; in pages with `limit` */
     get: operations['listDevices'];
     put?: never;
     /** Bind agents to the application (all or none); each is evaluated at once */
     post: operations['bindDevice'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/device-counts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Count an application's devices by channel, current and desired release, update under way and state: what release counts and the impact of a publish or a yank are worked out from */
+    get: operations['countDevices'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/device-group/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What setting a device selector as the application's device group would do now (nothing is changed) */
+    get: operations['previewDeviceGroup'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -3082,6 +3116,34 @@ export interface components {
        * @description when that window opens; null when not waiting
        */
       nextWindowAt: string | null;
+    };
+    /** @description Devices of an application alike in channel, current and desired release, update under way and state, and how many */
+    DeviceCount: {
+      channel: string;
+      current: {
+        releaseId: string | null;
+        version: string;
+        sequence: number;
+      } | null;
+      /** @description the release they should run; null: none */
+      desiredReleaseId: string | null;
+      /** @description an update job is under way (activeJobId set) */
+      updating: boolean;
+      /** @enum {string|null} */
+      state:
+        'idle' | 'downloading' | 'verifying' | 'installing' | 'installed' | 'failed' | 'refused' | 'postponed' | null;
+      devices: number;
+    };
+    /** @description What setting a device selector as the application's device group would do now */
+    DeviceGroupPreview: {
+      /** @description the agents it matches, revoked ones aside */
+      matching: number;
+      /** @description the first 10 of their names, in byte order */
+      names: string[];
+      /** @description the agents applying it would bind (not bound yet) */
+      toBind: number;
+      /** @description the bindings the device group made that applying it would remove (their agent no longer matches) */
+      toRemove: number;
     };
     ChatIntegration: {
       id: string;
@@ -12109,7 +12171,20 @@ export interface operations {
   };
   listDevices: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description Only the devices on this channel */
+        channel?: string;
+        /** @description Only the devices in this state */
+        state?: 'idle' | 'downloading' | 'verifying' | 'installing' | 'installed' | 'failed' | 'refused' | 'postponed';
+        /** @description Only the devices whose agent's name or hostname holds this text, in any case */
+        q?: string;
+        /** @description Only the devices of these agents (the parameter once for each, up to 200) */
+        agentId?: string[];
+        /** @description At most this many devices, the next page's cursor in x-next-cursor when more match; without it, every device that matches */
+        limit?: number;
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
+      };
       header?: never;
       path: {
         orgId: string;
@@ -12122,6 +12197,10 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description present when more devices follow */
+          'x-next-cursor'?: string;
+          /** @description how many devices match the filters, on every page (a whole number) */
+          'x-total-count'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -12243,6 +12322,109 @@ export interface operations {
       };
       /** @description Default Response */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  countDevices: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceCount'][];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  previewDeviceGroup: {
+    parameters: {
+      query: {
+        /** @description A label selector (docs/fleets.md) */
+        selector: string;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What setting a device selector as the application's device group would do now */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceGroupPreview'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -30,8 +30,10 @@ const IN_APP = query<DeviceBindingRow, [string, string]>(
 const IN_APP_LOCKED = query<DeviceBindingRow, [string, string]>(
   (d) => `SELECT * FROM device_bindings WHERE application_id = ? AND id = ? ${d.forUpdate}`,
 );
-const OF_APP = query<DeviceBindingRow, [string]>(
-  (d) => `SELECT * FROM device_bindings WHERE application_id = ? ORDER BY ${d.insertionOrder}`,
+/** A listed binding's row: its insertion key too (its place in bind order, a page's cursor). */
+const OF_APP = query<DeviceBindingRow & { list_key: number }, [string]>(
+  (d) =>
+    `SELECT *, ${d.insertionOrder} AS list_key FROM device_bindings WHERE application_id = ? ORDER BY ${d.insertionOrder}`,
 );
 /** `seekParameter`: every signed manifest reads this, ~4 µs with it against ~25 µs re-prepared without. */
 const OF_AGENT = (d: Dialect) => `SELECT b.* FROM device_bindings b
@@ -163,7 +165,10 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
       return orNull(await db.one(IN_APP, [applicationId, id]));
     },
     async listByApp(applicationId) {
-      return (await db.all(OF_APP, [applicationId])).map(toDeviceBinding);
+      return (await db.all(OF_APP, [applicationId])).map((r) => ({
+        ...toDeviceBinding(r),
+        listKey: Number(r.list_key),
+      }));
     },
     async listByAgent(agentId) {
       return (await db.all(OF_AGENT_ORDERED, [agentId])).map(toDeviceBinding);

@@ -86,12 +86,17 @@ export interface EvaluationOutcome {
   hold: HoldReason | null;
 }
 
+/** A binding as the application's list gives it: its insertion key too (a page's cursor). */
+export interface ListedDeviceBinding extends DeviceBinding {
+  listKey: number;
+}
+
 export interface DeviceBindingRepository {
   /** Binds agents in one transaction; none is bound when one of them already is (`already_bound`). */
   bind(input: BindInput): Promise<BindResult>;
   findInApp(applicationId: string, id: string): Promise<DeviceBinding | null>;
-  /** In bind order. */
-  listByApp(applicationId: string): Promise<DeviceBinding[]>;
+  /** In bind order, each with its place in it (`listKey`, increasing). */
+  listByApp(applicationId: string): Promise<ListedDeviceBinding[]>;
   /** The agent's bindings to applications not deleted, in bind order. */
   listByAgent(agentId: string): Promise<DeviceBinding[]>;
   findForAgent(agentId: string, applicationId: string): Promise<DeviceBinding | null>;

@@ -394,6 +394,22 @@ export const deviceExample = {
   nextWindowAt: null,
 };
 
+export const deviceCountExample = {
+  channel: 'stable',
+  current: currentRef,
+  desiredReleaseId: desiredRef.releaseId,
+  updating: true,
+  state: 'downloading',
+  devices: 120,
+};
+
+export const deviceGroupPreviewExample = {
+  matching: 2,
+  names: ['kiosk-berlin-01', 'kiosk-berlin-02'],
+  toBind: 1,
+  toRemove: 0,
+};
+
 export const deployReportExample = {
   applicationId: ID.app,
   current: currentRef,

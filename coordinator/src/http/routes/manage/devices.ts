@@ -1,3 +1,4 @@
+import { DEVICE_STATES, MAX_SELECTOR_LENGTH, type DeviceState } from '@drover/shared';
 import type { FastifyInstance } from 'fastify';
 import { userAction, type UserActor } from '../../../domain/audit/audit-log.js';
 import type { AuditAction } from '../../../domain/model/audit.js';
@@ -9,13 +10,45 @@ import {
   reconcileDevice,
   unbindDevice,
 } from '../../../domain/ota/devices.js';
+import { deviceSelectorFrom } from '../../../domain/ota/device-group-rule.js';
+import { deviceCounts, listDevices, previewDeviceGroup } from '../../../domain/ota/device-list.js';
 import { channelSchema, MAX_BIND_AGENTS } from '../../../domain/ota/inputs.js';
+import { MAX_NAME_LENGTH } from '../../../domain/names.js';
+import {
+  countedPageResponse,
+  cursorQueryProperty,
+  NEXT_CURSOR_HEADER,
+  parseCursor,
+  TOTAL_COUNT_HEADER,
+} from '../../pagination.js';
 import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
 import { requireAppAccess } from './ota-access.js';
-import { appParams, BindingSchema, deviceParams, type AppParams, type DeviceParams } from './ota-schemas.js';
+import {
+  appParams,
+  BindingSchema,
+  DeviceCountSchema,
+  DeviceGroupPreviewSchema,
+  deviceParams,
+  type AppParams,
+  type DeviceParams,
+} from './ota-schemas.js';
 import { listOf } from '../../schemas/examples.js';
 import { EXAMPLE_IDS } from '../../schemas/examples.js';
+
+/** The most devices a page of the list holds. */
+export const DEVICES_MAX_LIMIT = 500;
+/** The most agents the list is narrowed to at once (`agentId`). */
+export const DEVICES_MAX_AGENTS = 200;
+
+interface DeviceListQuery {
+  channel?: string;
+  state?: DeviceState;
+  q?: string;
+  agentId?: string[];
+  limit?: number;
+  cursor?: string;
+}
 
 /**
  * Device bindings of an application (docs/ota.md): bind agents,
@@ -28,21 +61,111 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   const record = (caller: UserActor, action: AuditAction, targetId: string, metadata: Record<string, unknown>) =>
     ctx.audit.record(userAction(caller, action, 'device_binding', targetId, metadata));
 
-  app.get<{ Params: AppParams }>(
+  app.get<{ Params: AppParams; Querystring: DeviceListQuery }>(
     '/orgs/:orgId/apps/:appId/devices',
     {
       schema: {
         operationId: 'listDevices',
-        summary: "List an application's device bindings with their current and desired releases",
+        summary:
+          "List an application's device bindings with their current and desired releases, in bind order: those a channel, a state, a text and a list of agents match; in pages with `limit`",
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            channel: { ...channelSchema, description: 'Only the devices on this channel' },
+            state: { type: 'string', enum: DEVICE_STATES, description: 'Only the devices in this state' },
+            q: {
+              type: 'string',
+              minLength: 1,
+              maxLength: MAX_NAME_LENGTH,
+              description: "Only the devices whose agent's name or hostname holds this text, in any case",
+              examples: ['kiosk'],
+            },
+            agentId: {
+              type: 'array',
+              items: uuid,
+              minItems: 1,
+              maxItems: DEVICES_MAX_AGENTS,
+              description: `Only the devices of these agents (the parameter once for each, up to ${DEVICES_MAX_AGENTS})`,
+            },
+            limit: {
+              type: 'integer',
+              minimum: 1,
+              maximum: DEVICES_MAX_LIMIT,
+              description: `At most this many devices, the next page's cursor in ${NEXT_CURSOR_HEADER} when more match; without it, every device that matches`,
+            },
+            cursor: cursorQueryProperty,
+          },
+        },
+        response: { 200: countedPageResponse(BindingSchema, 'devices'), ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { application } = await requireAppAccess(request);
+      const { channel, state, q, agentId, limit, cursor } = request.query;
+      const page = await listDevices(ctx, application, {
+        ...(channel === undefined ? {} : { channel }),
+        ...(state === undefined ? {} : { state }),
+        ...(q === undefined ? {} : { text: q }),
+        ...(agentId === undefined ? {} : { agentIds: agentId.map((id) => id.toLowerCase()) }),
+        ...(cursor === undefined ? {} : { after: parseCursor(cursor) }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      void reply.header(TOTAL_COUNT_HEADER, String(page.matching));
+      if (page.next !== null) void reply.header(NEXT_CURSOR_HEADER, String(page.next));
+      return page.devices;
+    },
+  );
+
+  app.get<{ Params: AppParams }>(
+    '/orgs/:orgId/apps/:appId/device-counts',
+    {
+      schema: {
+        operationId: 'countDevices',
+        summary:
+          "Count an application's devices by channel, current and desired release, update under way and state: what release counts and the impact of a publish or a yank are worked out from",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,
-        response: { 200: listOf(BindingSchema), ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(DeviceCountSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
       const { application } = await requireAppAccess(request);
-      return bindingViews(ctx, application, await ctx.repos.deviceBindings.listByApp(application.id));
+      return deviceCounts(ctx, application);
+    },
+  );
+
+  app.get<{ Params: AppParams; Querystring: { selector: string } }>(
+    '/orgs/:orgId/apps/:appId/device-group/preview',
+    {
+      schema: {
+        operationId: 'previewDeviceGroup',
+        summary: "What setting a device selector as the application's device group would do now (nothing is changed)",
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['selector'],
+          properties: {
+            selector: {
+              type: 'string',
+              maxLength: MAX_SELECTOR_LENGTH,
+              description: 'A label selector (docs/fleets.md)',
+              examples: ['role=kiosk,site=berlin'],
+            },
+          },
+        },
+        response: { 200: DeviceGroupPreviewSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { application } = await requireAppAccess(request);
+      const selector = deviceSelectorFrom(request.query.selector, 'querystring.selector');
+      return previewDeviceGroup(ctx, application, selector!);
     },
   );
 

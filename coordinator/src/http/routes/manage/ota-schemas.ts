@@ -5,7 +5,14 @@ import { MAX_WINDOW_MINUTES } from '../../../domain/ota/maintenance-window.js';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
-import { appExample, appUpdateExample, deviceExample, releaseExample } from '../../schemas/examples.js';
+import {
+  appExample,
+  appUpdateExample,
+  deviceCountExample,
+  deviceExample,
+  deviceGroupPreviewExample,
+  releaseExample,
+} from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
 
 /**
@@ -294,6 +301,44 @@ export const BindingSchema = named('DeviceBinding', {
       description: "the update waits for the application's maintenance window to open: no update job until then",
     },
     nextWindowAt: { ...nullableTimestamp, description: 'when that window opens; null when not waiting' },
+  },
+} as const);
+
+export const DeviceCountSchema = named('DeviceCount', {
+  type: 'object',
+  description:
+    'Devices of an application alike in channel, current and desired release, update under way and state, and how many',
+  examples: [deviceCountExample],
+  required: ['channel', 'current', 'desiredReleaseId', 'updating', 'state', 'devices'],
+  properties: {
+    channel: { type: 'string' },
+    current: ReleaseRefSchema,
+    desiredReleaseId: { type: ['string', 'null'], description: 'the release they should run; null: none' },
+    updating: { type: 'boolean', description: 'an update job is under way (activeJobId set)' },
+    state: { type: ['string', 'null'], enum: [...DEVICE_STATES, null] },
+    devices: { type: 'integer', minimum: 1 },
+  },
+} as const);
+
+export const DeviceGroupPreviewSchema = named('DeviceGroupPreview', {
+  type: 'object',
+  description: "What setting a device selector as the application's device group would do now",
+  examples: [deviceGroupPreviewExample],
+  required: ['matching', 'names', 'toBind', 'toRemove'],
+  properties: {
+    matching: { type: 'integer', minimum: 0, description: 'the agents it matches, revoked ones aside' },
+    names: {
+      type: 'array',
+      items: { type: 'string' },
+      maxItems: 10,
+      description: 'the first 10 of their names, in byte order',
+    },
+    toBind: { type: 'integer', minimum: 0, description: 'the agents applying it would bind (not bound yet)' },
+    toRemove: {
+      type: 'integer',
+      minimum: 0,
+      description: 'the bindings the device group made that applying it would remove (their agent no longer matches)',
+    },
   },
 } as const);
 
