@@ -77,14 +77,46 @@ describe("an application's devices: pages, counts, the device group preview", ()
 
   it('counts the devices by channel, current and desired release, update under way and state', async () => {
     expect((await t.owner.get(path('/device-counts'))).body).toEqual([
-      { channel: 'stable', current: null, desiredReleaseId: null, updating: false, state: null, devices: 2 },
-      { channel: 'beta', current: null, desiredReleaseId: null, updating: false, state: null, devices: 1 },
+      {
+        channel: 'stable',
+        origin: 'manual',
+        current: null,
+        desiredReleaseId: null,
+        updating: false,
+        state: null,
+        devices: 2,
+      },
+      {
+        channel: 'beta',
+        origin: 'manual',
+        current: null,
+        desiredReleaseId: null,
+        updating: false,
+        state: null,
+        devices: 1,
+      },
     ]);
     const artifact = await uploadArtifact(await artifactUploader(t), 'signage 1.0');
     const r = await release(t.owner, t.orgId, app.id, { version: '1.0', artifactFileId: artifact });
     expect((await t.owner.get(path('/device-counts'))).body).toEqual([
-      { channel: 'stable', current: null, desiredReleaseId: r.id, updating: true, state: null, devices: 2 },
-      { channel: 'beta', current: null, desiredReleaseId: null, updating: false, state: null, devices: 1 },
+      {
+        channel: 'stable',
+        origin: 'manual',
+        current: null,
+        desiredReleaseId: r.id,
+        updating: true,
+        state: null,
+        devices: 2,
+      },
+      {
+        channel: 'beta',
+        origin: 'manual',
+        current: null,
+        desiredReleaseId: null,
+        updating: false,
+        state: null,
+        devices: 1,
+      },
     ]);
   });
 

@@ -1702,7 +1702,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Count an application's devices by channel, current and desired release, update under way and state: what release counts and the impact of a publish or a yank are worked out from */
+    /** Count an application's devices by channel, origin, current and desired release, update under way and state: what release counts and the impact of a publish or a yank are worked out from */
     get: operations['countDevices'];
     put?: never;
     post?: never;
@@ -3117,9 +3117,11 @@ export interface components {
        */
       nextWindowAt: string | null;
     };
-    /** @description Devices of an application alike in channel, current and desired release, update under way and state, and how many */
+    /** @description Devices of an application alike in channel, origin, current and desired release, update under way and state, and how many */
     DeviceCount: {
       channel: string;
+      /** @enum {string} */
+      origin: 'manual' | 'selector';
       current: {
         releaseId: string | null;
         version: string;

@@ -1,6 +1,6 @@
 import { matchesSelector, parseSelector, type DeviceState, type ReleaseRef } from '@drover/shared';
 import type { Application } from '../model/applications.js';
-import type { ListedDeviceBinding } from '../model/device-bindings.js';
+import type { BindingOrigin, ListedDeviceBinding } from '../model/device-bindings.js';
 import { bindingViews } from './devices.js';
 import type { OtaContext } from './context.js';
 import { desiredState } from './desired-state.js';
@@ -67,9 +67,11 @@ export async function listDevices(
   return { devices: await bindingViews(ctx, app, page), matching: all.length, next };
 }
 
-/** Devices alike in what the release counts and the publish and yank previews read, and how many. */
+/** Devices alike in what the release counts, the publish and yank previews and the device group's removal read, and how many. */
 export interface DeviceCount {
   channel: string;
+  /** How they were bound: by hand (`manual`) or by the device group (`selector`). */
+  origin: BindingOrigin;
   current: ReleaseRef | null;
   /** The release the device should run, or null. */
   desiredReleaseId: string | null;
@@ -100,6 +102,7 @@ export async function deviceCounts(ctx: OtaContext, app: Application): Promise<D
     const current = installationRef(b.current);
     const count: DeviceCount = {
       channel: b.channel,
+      origin: b.origin,
       current,
       desiredReleaseId: desired?.id ?? null,
       updating: b.activeJobId !== null,
@@ -108,6 +111,7 @@ export async function deviceCounts(ctx: OtaContext, app: Application): Promise<D
     };
     const key = JSON.stringify([
       count.channel,
+      count.origin,
       current?.releaseId,
       current?.version,
       current?.sequence,

@@ -396,6 +396,7 @@ export const deviceExample = {
 
 export const deviceCountExample = {
   channel: 'stable',
+  origin: 'selector',
   current: currentRef,
   desiredReleaseId: desiredRef.releaseId,
   updating: true,

@@ -125,7 +125,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         operationId: 'countDevices',
         summary:
-          "Count an application's devices by channel, current and desired release, update under way and state: what release counts and the impact of a publish or a yank are worked out from",
+          "Count an application's devices by channel, origin, current and desired release, update under way and state: what release counts and the impact of a publish or a yank are worked out from",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,

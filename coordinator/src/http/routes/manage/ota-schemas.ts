@@ -307,11 +307,12 @@ export const BindingSchema = named('DeviceBinding', {
 export const DeviceCountSchema = named('DeviceCount', {
   type: 'object',
   description:
-    'Devices of an application alike in channel, current and desired release, update under way and state, and how many',
+    'Devices of an application alike in channel, origin, current and desired release, update under way and state, and how many',
   examples: [deviceCountExample],
-  required: ['channel', 'current', 'desiredReleaseId', 'updating', 'state', 'devices'],
+  required: ['channel', 'origin', 'current', 'desiredReleaseId', 'updating', 'state', 'devices'],
   properties: {
     channel: { type: 'string' },
+    origin: { type: 'string', enum: BINDING_ORIGINS },
     current: ReleaseRefSchema,
     desiredReleaseId: { type: ['string', 'null'], description: 'the release they should run; null: none' },
     updating: { type: 'boolean', description: 'an update job is under way (activeJobId set)' },
