@@ -4,7 +4,7 @@ import { yankImpact } from '../../dashboard/src/api/ota-impact.js';
 import { counted } from '@drover/shared/counted';
 
 type Release = Schema<'Release'>;
-type Binding = Schema<'DeviceBinding'>;
+type DeviceCount = Schema<'DeviceCount'>;
 
 /** The yank confirmation of an application's page (dashboard/src/api/ota-impact.ts, docs/dashboard.md). */
 describe('yankImpact', () => {
@@ -13,15 +13,30 @@ describe('yankImpact', () => {
   const ref = (r: Release) => ({ releaseId: r.id, version: r.version, sequence: r.sequence });
   const old = release('r4', '4.0.0', 4);
   const bad = release('r5', '5.0.0', 5);
-  const device = (id: string, current: Release, desired: Release, activeJobId: string | null = null): Binding =>
-    ({ id, channel: 'stable', current: ref(current), desired: ref(desired), activeJobId }) as Binding;
+  /** One device (a count of 1), updating when it has an update job under way. */
+  const device = (current: Release, desired: Release, updating = false): DeviceCount => ({
+    channel: 'stable',
+    origin: 'manual',
+    current: ref(current),
+    desiredReleaseId: desired.id,
+    updating,
+    state: null,
+    devices: 1,
+  });
+
+  it('counts a group of many devices as many', () => {
+    const group = { ...device(bad, bad), devices: 1200 };
+    expect(yankImpact([old, bad], [group], bad).lines).toEqual([
+      'Yanking 5.0.0: 1,200 devices on it will be moved back to 4.0.0.',
+    ]);
+  });
 
   it('says which devices were to update to the release and stay on the one they run', () => {
     // Held for a maintenance window: no job yet.
-    const waiting = yankImpact([old, bad], [device('a', old, bad), device('b', old, bad)], bad);
+    const waiting = yankImpact([old, bad], [device(old, bad), device(old, bad)], bad);
     expect(waiting.lines).toEqual(['2 devices that were to update to 5.0.0 will stay on 4.0.0.']);
     // Mid-update: a job the agent took runs to its end, and installs the release it goes back from.
-    const updating = yankImpact([old, bad], [device('a', old, bad, 'job-1'), device('b', bad, bad)], bad);
+    const updating = yankImpact([old, bad], [device(old, bad, true), device(bad, bad)], bad);
     expect(updating.lines).toEqual([
       'Yanking 5.0.0: 1 device on it will be moved back to 4.0.0.',
       '1 device that was to update to 5.0.0 will stay on 4.0.0.',
@@ -30,8 +45,8 @@ describe('yankImpact', () => {
   });
 
   it('still says so when no device runs the release or is to install it', () => {
-    const elsewhere = { ...device('a', old, old), channel: 'beta' } as Binding;
-    expect(yankImpact([old, bad], [device('b', old, old), elsewhere], bad).lines).toEqual([
+    const elsewhere = { ...device(old, old), channel: 'beta' };
+    expect(yankImpact([old, bad], [device(old, old), elsewhere], bad).lines).toEqual([
       'Yanking 5.0.0: no device runs it or is to install it.',
     ]);
   });

@@ -4,12 +4,13 @@ import { counted } from '@drover/shared/counted';
 // The types of ./ota.ts, named from the schema so that this module imports nothing of the
 // dashboard's (its tests load it alone).
 type Release = Schema<'Release'>;
-type Binding = Schema<'DeviceBinding'>;
-type ReleaseRef = NonNullable<Binding['current']>;
+type DeviceCount = Schema<'DeviceCount'>;
+type ReleaseRef = NonNullable<DeviceCount['current']>;
 
 /**
  * What a publish or a yank will do to the devices of an application, computed from its releases
- * and device bindings with the coordinator's rules (docs/ota.md "Desired state"): a device on
+ * and its devices as the coordinator counts them (`device-counts`: a few groups of alike devices,
+ * however many there are) with the coordinator's rules (docs/ota.md "Desired state"): a device on
  * channel C should run the published release of C with the highest sequence, and is moved when
  * it runs something else.
  */
@@ -33,10 +34,12 @@ export function runs(current: ReleaseRef | null, release: Pick<Release, 'id' | '
 export interface Move {
   to: Release;
   /** Devices that run the release being yanked. */
-  back: Binding[];
+  back: number;
   /** Other devices whose next release changes. */
-  others: Binding[];
+  others: number;
 }
+
+const total = (groups: readonly DeviceCount[]): number => groups.reduce((sum, g) => sum + g.devices, 0);
 
 export interface Impact {
   /** One sentence per consequence, for the confirmation. */
@@ -46,10 +49,10 @@ export interface Impact {
 }
 
 /** What publishing the draft `release` will do. */
-export function publishImpact(releases: readonly Release[], bindings: readonly Binding[], release: Release): Impact {
+export function publishImpact(releases: readonly Release[], devices: readonly DeviceCount[], release: Release): Impact {
   const after = releases.map((r) => (r.id === release.id ? { ...r, status: 'published' as const } : r));
   const desired = desiredOf(after, release.channel);
-  const onChannel = bindings.filter((b) => b.channel === release.channel);
+  const onChannel = devices.filter((g) => g.channel === release.channel);
   if (desired?.id !== release.id) {
     return {
       devices: 0,
@@ -60,17 +63,17 @@ export function publishImpact(releases: readonly Release[], bindings: readonly B
       ],
     };
   }
-  const moving = onChannel.filter((b) => !runs(b.current, release));
+  const moving = total(onChannel.filter((g) => !runs(g.current, release)));
   const lines = [
-    `${counted(moving.length, 'device')} on channel ${release.channel} will be told to update to ${release.version}.`,
+    `${counted(moving, 'device')} on channel ${release.channel} will be told to update to ${release.version}.`,
   ];
-  const already = onChannel.length - moving.length;
+  const already = total(onChannel) - moving;
   if (already > 0)
     lines.push(`${counted(already, 'device')} on the channel already ${already === 1 ? 'runs' : 'run'} it.`);
-  if (release.updatePolicy === 'mandatory' && moving.length > 0) {
+  if (release.updatePolicy === 'mandatory' && moving > 0) {
     lines.push('It is mandatory: devices below it must install it, even where they postpone optional updates.');
   }
-  return { devices: moving.length, lines };
+  return { devices: moving, lines };
 }
 
 /**
@@ -79,7 +82,7 @@ export function publishImpact(releases: readonly Release[], bindings: readonly B
  */
 export function yankImpact(
   releases: readonly Release[],
-  bindings: readonly Binding[],
+  devices: readonly DeviceCount[],
   release: Release,
   keyed = false,
 ): Impact {
@@ -91,61 +94,63 @@ export function yankImpact(
   }
   const after = releases.map((r) => (r.id === release.id ? { ...r, status: 'yanked' as const } : r));
   const moves = new Map<string, Move>();
-  const stranded: Binding[] = [];
+  let stranded = 0;
   // Devices that were to update to the release (their desired one, an update job under way or
   // waiting for a window) and already run the release the channel goes back to: they stay.
-  const staying = new Map<string, { on: Release; devices: Binding[] }>();
-  for (const b of bindings) {
-    const onIt = runs(b.current, release);
-    if (b.channel !== release.channel && !onIt) continue;
-    const before = desiredOf(releases, b.channel);
-    const next = desiredOf(after, b.channel);
+  const staying = new Map<string, { on: Release; devices: number; underWay: number }>();
+  for (const g of devices) {
+    const onIt = runs(g.current, release);
+    if (g.channel !== release.channel && !onIt) continue;
+    const before = desiredOf(releases, g.channel);
+    const next = desiredOf(after, g.channel);
     if (!next) {
-      if (onIt) stranded.push(b);
+      if (onIt) stranded += g.devices;
       continue;
     }
-    if (runs(b.current, next)) {
-      if (!onIt && b.desired?.releaseId === release.id) {
-        const stay = staying.get(next.id) ?? { on: next, devices: [] };
-        stay.devices.push(b);
+    if (runs(g.current, next)) {
+      if (!onIt && g.desiredReleaseId === release.id) {
+        const stay = staying.get(next.id) ?? { on: next, devices: 0, underWay: 0 };
+        stay.devices += g.devices;
+        if (g.updating) stay.underWay += g.devices;
         staying.set(next.id, stay);
       }
       continue;
     }
     if (!onIt && before?.id === next.id) continue;
-    const move = moves.get(next.id) ?? { to: next, back: [], others: [] };
-    (onIt ? move.back : move.others).push(b);
+    const move = moves.get(next.id) ?? { to: next, back: 0, others: 0 };
+    if (onIt) move.back += g.devices;
+    else move.others += g.devices;
     moves.set(next.id, move);
   }
   const lines: string[] = [];
-  let devices = 0;
+  let moved = 0;
   for (const m of moves.values()) {
-    devices += m.back.length + m.others.length;
-    if (m.back.length > 0) {
+    moved += m.back + m.others;
+    if (m.back > 0) {
       lines.push(
         keyed
-          ? `Yanking ${release.version}: ${counted(m.back.length, 'device')} on it will refuse ${m.to.version}: ` +
+          ? `Yanking ${release.version}: ${counted(m.back, 'device')} on it will refuse ${m.to.version}: ` +
               'this application has release keys, and its devices never go back to a lower signed sequence. ' +
               `To roll them back, publish the artifact of ${m.to.version} signed again as a new release.`
-          : `Yanking ${release.version}: ${counted(m.back.length, 'device')} on it will be moved back to ${m.to.version}.`,
+          : `Yanking ${release.version}: ${counted(m.back, 'device')} on it will be moved back to ${m.to.version}.`,
       );
     }
-    if (m.others.length > 0) {
+    if (m.others > 0) {
       lines.push(
-        `${counted(m.others.length, 'device')} that ${m.others.length === 1 ? 'was' : 'were'} to update to ${release.version} ` +
+        `${counted(m.others, 'device')} that ${m.others === 1 ? 'was' : 'were'} to update to ${release.version} ` +
           `will be told to install ${m.to.version} instead.`,
       );
     }
   }
-  if (stranded.length > 0) {
+  if (stranded > 0) {
     lines.push(
-      `${counted(stranded.length, 'device')} on ${release.version} will keep it: ` +
-        `no other release is published on ${stranded.length === 1 ? 'its channel' : 'their channels'}.`,
+      `${counted(stranded, 'device')} on ${release.version} will keep it: ` +
+        `no other release is published on ${stranded === 1 ? 'its channel' : 'their channels'}.`,
     );
   }
   for (const stay of staying.values()) {
-    const n = stay.devices.length;
-    const underWay = stay.devices.filter((b) => b.activeJobId !== null).length;
+    const n = stay.devices;
+    const underWay = stay.underWay;
     lines.push(
       `${counted(n, 'device')} that ${n === 1 ? 'was' : 'were'} to update to ${release.version} will stay on ${stay.on.version}.`,
     );
@@ -160,7 +165,7 @@ export function yankImpact(
     }
   }
   if (lines.length === 0) lines.push(`Yanking ${release.version}: no device runs it or is to install it.`);
-  return { devices, lines };
+  return { devices: moved, lines };
 }
 
 /** Per release: devices that run it, are updating to it, or failed to install it. */
@@ -170,13 +175,13 @@ export interface ReleaseCounts {
   failed: number;
 }
 
-export function releaseCounts(bindings: readonly Binding[], release: Release): ReleaseCounts {
+export function releaseCounts(devices: readonly DeviceCount[], release: Release): ReleaseCounts {
   const counts = { on: 0, updating: 0, failed: 0 };
-  for (const b of bindings) {
-    if (runs(b.current, release)) counts.on += 1;
-    const toIt = b.desired?.releaseId === release.id && !runs(b.current, release);
-    if (toIt && b.activeJobId !== null) counts.updating += 1;
-    else if (toIt && (b.state === 'failed' || b.state === 'refused')) counts.failed += 1;
+  for (const g of devices) {
+    if (runs(g.current, release)) counts.on += g.devices;
+    const toIt = g.desiredReleaseId === release.id && !runs(g.current, release);
+    if (toIt && g.updating) counts.updating += g.devices;
+    else if (toIt && (g.state === 'failed' || g.state === 'refused')) counts.failed += g.devices;
   }
   return counts;
 }

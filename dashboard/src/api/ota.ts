@@ -1,6 +1,8 @@
-import { queryOptions } from '@tanstack/react-query';
+import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
-import { api, apiPath } from './client';
+import { api, apiPage, apiPath, type Page } from './client';
+import { CHOICES, nameText } from './names-by-id';
+import type { Agent } from './types';
 import type { StoredFile } from './files';
 import { OTA_REFRESH_MS } from './refresh';
 
@@ -46,10 +48,114 @@ export const releasesQuery = (orgId: string, appId: string) =>
     refetchInterval: OTA_REFRESH_MS,
   });
 
-export const devicesQuery = (orgId: string, appId: string) =>
+/** Devices alike in channel, origin, current and desired release, update under way and state, and how many. */
+export type DeviceCount = Schema<'DeviceCount'>;
+
+/** What setting a device selector would do now (`device-group/preview`). */
+export type DeviceGroupPreview = Schema<'DeviceGroupPreview'>;
+
+/** The key every read of an application's devices is under: a change to them refreshes each. */
+export const devicesKey = (orgId: string, appId: string) => ['orgs', orgId, 'apps', appId, 'devices'] as const;
+
+/** What the devices table narrows its list to (docs/ota.md, "Device bindings"). */
+export interface DeviceFilters {
+  /** Text of the agent's name or hostname. */
+  q?: string;
+  state?: NonNullable<Binding['state']>;
+}
+
+/** Devices a page: what a screen shows and a person reads before narrowing the list. */
+export const DEVICE_PAGE = 100;
+
+/**
+ * The application's devices that match the filters, in bind order, a page at a time
+ * (`x-next-cursor`), each page saying how many match in all. A refresh reads every page shown
+ * again: an application of 10,000 devices sends a page every few seconds, never every device
+ * (3.6 MB every 2 s before). Under the devices' key: a change made on the page refreshes it.
+ */
+export const devicePagesQuery = (orgId: string, appId: string, filters: DeviceFilters) =>
+  infiniteQueryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId, 'devices', { pages: filters }],
+    queryFn: ({ pageParam }) => {
+      const query = new URLSearchParams({ limit: String(DEVICE_PAGE) });
+      if (filters.q) query.set('q', nameText(filters.q));
+      if (filters.state) query.set('state', filters.state);
+      if (pageParam) query.set('cursor', pageParam);
+      return apiPage<Binding>(apiPath`/orgs/${orgId}/apps/${appId}/devices?${query}`);
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => last.nextCursor ?? undefined,
+    placeholderData: keepPreviousData,
+    refetchInterval: (query) => OTA_REFRESH_MS * Math.max(1, query.state.data?.pages.length ?? 1),
+  });
+
+/**
+ * The application's devices counted (`device-counts`): a few groups of alike devices however many
+ * there are, from which the releases' counts and the impact of a publish or a yank are worked out.
+ */
+export const deviceCountsQuery = (orgId: string, appId: string) =>
   queryOptions({
-    queryKey: ['orgs', orgId, 'apps', appId, 'devices'],
-    queryFn: () => api<Binding[]>('GET', apiPath`/orgs/${orgId}/apps/${appId}/devices`),
+    queryKey: ['orgs', orgId, 'apps', appId, 'devices', { counts: true }],
+    queryFn: () => api<DeviceCount[]>('GET', apiPath`/orgs/${orgId}/apps/${appId}/device-counts`),
+    // As often as the releases they count (counting reads every binding: ~37 ms of the coordinator's
+    // CPU at 10,000 devices, where reading every device was ~150 ms and 3.6 MB).
+    refetchInterval: OTA_REFRESH_MS,
+  });
+
+/** The agents among these that are bound to the application (up to 200 ids: those chosen to bind). */
+export const boundAgentsQuery = (orgId: string, appId: string, agentIds: readonly string[]) => {
+  const ids = [...new Set(agentIds)].sort();
+  return queryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId, 'devices', { bound: ids }],
+    queryFn: async (): Promise<Set<string>> => {
+      const query = new URLSearchParams(ids.map((id) => ['agentId', id]));
+      const bound = await api<Binding[]>('GET', apiPath`/orgs/${orgId}/apps/${appId}/devices?${query}`);
+      return new Set(bound.map((b) => b.agentId));
+    },
+    enabled: ids.length > 0,
+    refetchInterval: OTA_REFRESH_MS,
+  });
+};
+
+/** An agent offered to bind: whether it is bound to the application already. */
+export interface BindChoice extends Agent {
+  bound: boolean;
+}
+
+/**
+ * The CHOICES most recently registered agents whose name or hostname holds `text` (every agent
+ * when it is empty), each saying whether it is bound to the application already, with how many
+ * match: what "Bind agents" offers, where it read every agent and every device.
+ */
+export const bindChoicesQuery = (orgId: string, appId: string, text: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId, 'devices', { bindChoices: text }],
+    queryFn: async (): Promise<Page<BindChoice>> => {
+      const query = new URLSearchParams({ limit: String(CHOICES), ...(text ? { q: nameText(text) } : {}) });
+      const page = await apiPage<Agent>(apiPath`/orgs/${orgId}/agents?${query}`);
+      const bound = new Set<string>();
+      if (page.items.length > 0) {
+        const ids = new URLSearchParams(page.items.map((agent) => ['agentId', agent.id]));
+        for (const b of await api<Binding[]>('GET', apiPath`/orgs/${orgId}/apps/${appId}/devices?${ids}`)) {
+          bound.add(b.agentId);
+        }
+      }
+      return { ...page, items: page.items.map((agent) => ({ ...agent, bound: bound.has(agent.id) })) };
+    },
+    placeholderData: keepPreviousData,
+    refetchInterval: OTA_REFRESH_MS,
+  });
+
+/** What setting `selector` as the application's device group would do now, as the coordinator works it out. */
+export const deviceGroupPreviewQuery = (orgId: string, appId: string, selector: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId, 'devices', { preview: selector }],
+    queryFn: () =>
+      api<DeviceGroupPreview>(
+        'GET',
+        apiPath`/orgs/${orgId}/apps/${appId}/device-group/preview?${new URLSearchParams({ selector })}`,
+      ),
+    placeholderData: keepPreviousData,
     refetchInterval: OTA_REFRESH_MS,
   });
 

@@ -34,6 +34,8 @@ export function SearchChoices<T extends { id: string; name: string }, K extends 
   noneFound: (text: string) => string;
   /** Said when there is none at all (nothing typed). */
   noneAtAll: string;
+  /** Said when some are found but none of them is offered. */
+  noneOffered?: string;
 }) {
   const { chosen, words, offered, describe } = props;
   const [text, setText] = useState('');
@@ -41,7 +43,8 @@ export function SearchChoices<T extends { id: string; name: string }, K extends 
   const found = useQuery(props.search(text.trim()));
   const all = found.data?.items ?? [];
   const chosenIds = new Set(chosen.map((item) => item.id));
-  const items = all.filter((item) => !chosenIds.has(item.id) && (!offered || offered(item)));
+  const offeredFound = offered ? all.filter(offered) : all;
+  const items = offeredFound.filter((item) => !chosenIds.has(item.id));
   const more = (found.data?.total ?? 0) - all.length;
   const box = (item: T, on: boolean) => (
     <label key={item.id} className="check">
@@ -70,6 +73,7 @@ export function SearchChoices<T extends { id: string; name: string }, K extends 
       </div>
       <p className="hint" id={`${id}-found`} role="status">
         {found.data && all.length === 0 && (text.trim() === '' ? props.noneAtAll : props.noneFound(text.trim()))}
+        {all.length > 0 && offeredFound.length === 0 && props.noneOffered && `${props.noneOffered} `}
         {more > 0 &&
           `${more === 1 ? `1 more ${words.one} matches` : `${more.toLocaleString('en-US')} more ${words.many} match`}: find ${more === 1 ? 'it' : 'them'} by name.`}
       </p>

@@ -32,12 +32,17 @@ export function selectorMatch(
 const SHOWN_NAMES = 12;
 
 /** `gw-a, gw-b and gw-c`; past a dozen, `gw-a, …, gw-l and 28 more`. */
-export function namesWords(agents: readonly Agent[]): string {
-  const names = agents.map((a) => a.name);
-  if (names.length > SHOWN_NAMES)
-    return `${names.slice(0, SHOWN_NAMES).join(', ')} and ${names.length - SHOWN_NAMES} more`;
-  if (names.length <= 1) return names.join('');
-  return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+export const namesWords = (agents: readonly Agent[]): string => listedWords(agents.map((a) => a.name));
+
+/**
+ * Names in words, `total` of them in all (more than those given: the coordinator sent the first
+ * few): `gw-a, gw-b and gw-c`; past a dozen given, or fewer than the total, `gw-a, …, gw-j and 30 more`.
+ */
+export function listedWords(names: readonly string[], total = names.length): string {
+  const shown = names.slice(0, SHOWN_NAMES);
+  if (total > shown.length) return `${shown.join(', ')} and ${total - shown.length} more`;
+  if (shown.length <= 1) return shown.join('');
+  return `${shown.slice(0, -1).join(', ')} and ${shown[shown.length - 1]}`;
 }
 
 /**

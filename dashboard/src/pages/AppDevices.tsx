@@ -1,15 +1,29 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api, apiPath } from '../api/client';
-import { agentsQuery } from '../api/queries';
-import { devicesQuery, type App, type Binding, type Release, type ReleaseRef } from '../api/ota';
+import { agentNamesQuery } from '../api/agent-pages';
+import {
+  bindChoicesQuery,
+  boundAgentsQuery,
+  DEVICE_PAGE,
+  devicePagesQuery,
+  devicesKey,
+  type App,
+  type BindChoice,
+  type Binding,
+  type DeviceCount,
+  type DeviceFilters,
+  type Release,
+  type ReleaseRef,
+} from '../api/ota';
 import { desiredOf } from '../api/ota-impact';
 import { rolloutQuery, type Rollout } from '../api/rollouts';
 import { Confirm, useReturnFocus } from '../components/Confirm';
-import { AgentChoices } from '../components/AgentChoices';
+import { SearchChoices, type ChoiceWords } from '../components/SearchChoices';
+import { counted } from '@drover/shared/counted';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
@@ -29,25 +43,85 @@ const STATE_CLASS: Record<string, string> = {
   refused: 'status-failed',
 };
 
+const STATES: NonNullable<Binding['state']>[] = [
+  'idle',
+  'downloading',
+  'verifying',
+  'installing',
+  'installed',
+  'postponed',
+  'failed',
+  'refused',
+];
+
 /**
- * The devices bound to an application: what each runs and should run, its update job, whether it
- * was bound by hand or by the device group; the device group, bind, move, unbind.
+ * The devices bound to an application, a page at a time, found by their agent's name or their state:
+ * what each runs and should run, its update job, whether it was bound by hand or by the device group;
+ * the device group, bind, move, unbind. An application of thousands of devices is never read whole.
  */
-export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]; releases?: Release[] }) {
-  const { orgId, app, devices, releases } = props;
-  const agents = useQuery(agentsQuery(orgId));
-  const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
-  const nameOf = (id: string) => names.get(id) ?? shortId(id);
+export function AppDevices(props: { orgId: string; app: App; counts?: DeviceCount[]; releases?: Release[] }) {
+  const { orgId, app, counts, releases } = props;
+  const [filters, setFilters] = useState<DeviceFilters>({});
+  const pages = useInfiniteQuery(devicePagesQuery(orgId, app.id, filters));
+  const devices = pages.data?.pages.flatMap((page) => page.items);
+  const matching = pages.data?.pages[0]?.total ?? 0;
+  const bound = counts?.reduce((sum, g) => sum + g.devices, 0);
+  const names = useQuery(
+    agentNamesQuery(
+      orgId,
+      (devices ?? []).map((b) => b.agentId),
+    ),
+  );
+  const nameOf = (id: string) => names.data?.get(id) ?? shortId(id);
+  const filtered = Boolean(filters.q || filters.state);
   return (
     <section aria-labelledby="devices-heading">
       <h2 id="devices-heading">Devices</h2>
-      {devices && devices.length === 0 && (
+      {bound === 0 && (
         <p>
           No device yet. Bind agents below, or give the application a device group: each device is told to install the
           latest published release of its channel.
         </p>
       )}
-      {!devices && <p className="loading">Loading…</p>}
+      {bound !== undefined && bound > 0 && (
+        <div role="search" aria-label="Filter the devices" className="selector-filter">
+          <label className="name-filter">
+            Agent name
+            <input
+              type="search"
+              value={filters.q ?? ''}
+              onChange={(e) => setFilters((f) => ({ ...f, q: e.target.value || undefined }))}
+              placeholder="name or hostname"
+              maxLength={255}
+            />
+          </label>
+          <label className="status-filter">
+            State
+            <select
+              value={filters.state ?? ''}
+              onChange={(e) =>
+                setFilters((f) => ({ ...f, state: (e.target.value || undefined) as DeviceFilters['state'] }))
+              }
+            >
+              <option value="">any</option>
+              {STATES.map((state) => (
+                <option key={state} value={state}>
+                  {state}
+                </option>
+              ))}
+            </select>
+          </label>
+          <p role="status" className="match-count">
+            {pages.data &&
+              (filtered
+                ? `${matching.toLocaleString('en-US')} of ${counted(bound, 'device')} match.`
+                : `${counted(bound, 'device')}.`)}
+          </p>
+        </div>
+      )}
+      <ErrorMessage error={pages.error} />
+      {!pages.data && !pages.error && <p className="loading">Loading…</p>}
+      {devices && devices.length === 0 && filtered && <p>No device matches these filters.</p>}
       {devices && devices.length > 0 && (
         <div className="table-scroll">
           <table className="ota">
@@ -79,14 +153,13 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
           </table>
         </div>
       )}
-      <DeviceGroupForm orgId={orgId} app={app} agents={agents.data} devices={devices} />
-      <BindAgents
-        orgId={orgId}
-        app={app}
-        candidates={(agents.data ?? []).filter(
-          (a) => a.status !== 'revoked' && !(devices ?? []).some((b) => b.agentId === a.id),
-        )}
-      />
+      {pages.hasNextPage && (
+        <button type="button" onClick={() => void pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
+          Show the next {DEVICE_PAGE} devices
+        </button>
+      )}
+      <DeviceGroupForm orgId={orgId} app={app} {...(counts ? { counts } : {})} />
+      <BindAgents orgId={orgId} app={app} />
     </section>
   );
 }
@@ -271,24 +344,39 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
   );
 }
 
-function BindAgents(props: { orgId: string; app: App; candidates: { id: string; name: string }[] }) {
-  const { orgId, app, candidates } = props;
-  const [chosen, setChosen] = useState<string[]>([]);
+const BIND_WORDS: ChoiceWords = {
+  find: 'Find agents by name',
+  placeholder: 'Find by name or hostname',
+  one: 'agent',
+  many: 'agents',
+};
+
+/** Bind agents by hand: those found by name on the coordinator, 50 at a time, bound ones and revoked ones not offered. */
+function BindAgents(props: { orgId: string; app: App }) {
+  const { orgId, app } = props;
+  const [chosen, setChosen] = useState<BindChoice[]>([]);
   const [channel, setChannel] = useState('');
-  // An agent ticked here that another way bound meanwhile (the device group, another member) or that was revoked
-  // leaves the list: it is no longer chosen, so the form never sends (nor counts) an agent it does not show.
-  const candidateIds = new Set(candidates.map((a) => a.id));
-  if (chosen.some((id) => !candidateIds.has(id))) setChosen(chosen.filter((id) => candidateIds.has(id)));
+  // An agent ticked here that another way bound meanwhile (the device group, another member) leaves
+  // the choice: the form never sends (nor counts) an agent it does not offer.
+  const boundNow = useQuery(
+    boundAgentsQuery(
+      orgId,
+      app.id,
+      chosen.map((a) => a.id),
+    ),
+  );
+  const bound = boundNow.data;
+  if (bound && chosen.some((a) => bound.has(a.id))) setChosen(chosen.filter((a) => !bound.has(a.id)));
   const queryClient = useQueryClient();
   const bind = useMutation({
     mutationFn: () => {
-      const body: RequestBody<'bindDevice'> = { agentIds: chosen };
+      const body: RequestBody<'bindDevice'> = { agentIds: chosen.map((a) => a.id) };
       if (channel.trim() !== '') body.channel = channel.trim();
       return api<Binding[]>('POST', apiPath`/orgs/${orgId}/apps/${app.id}/devices`, { body });
     },
     onSuccess: () => {
       setChosen([]);
-      void queryClient.invalidateQueries({ queryKey: devicesQuery(orgId, app.id).queryKey });
+      void queryClient.invalidateQueries({ queryKey: devicesKey(orgId, app.id) });
     },
   });
   const errors = fieldErrors(bind.error, ['agentIds', 'channel'], 'body', 'bind');
@@ -296,43 +384,42 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
     event.preventDefault();
     bind.mutate();
   };
-  const toggle = (id: string, on: boolean) => setChosen((c) => (on ? [...c, id] : c.filter((x) => x !== id)));
+  const toggle = (agent: BindChoice, on: boolean) =>
+    setChosen((c) => (on ? [...c.filter((a) => a.id !== agent.id), agent] : c.filter((a) => a.id !== agent.id)));
   return (
     <form className="panel" onSubmit={submit} noValidate aria-labelledby="bind-heading">
       <h3 id="bind-heading">Bind agents</h3>
       <FormError error={bind.error} errors={errors} />
-      {candidates.length === 0 ? (
-        <p className="hint">Every agent of the organization is bound to this application (revoked ones cannot be).</p>
-      ) : (
-        <div className="form-grid">
-          <fieldset className="field">
-            <legend>Agents</legend>
-            <AgentChoices
-              agents={candidates}
-              chosen={chosen}
-              onToggle={toggle}
-              noneFound={(text) => `No agent to bind has “${text}” in its name.`}
-            />
-            <FieldError errors={errors} field="agentIds" idPrefix="bind" />
-          </fieldset>
-          <div className="field">
-            <label htmlFor={errors.props('channel').id}>Channel</label>
-            <input
-              {...errors.props('channel')}
-              value={channel}
-              onChange={(e) => setChannel(e.target.value)}
-              placeholder={app.defaultChannel}
-            />
-            <span className="hint">empty: the application&apos;s default ({app.defaultChannel})</span>
-            <FieldError errors={errors} field="channel" idPrefix="bind" />
-          </div>
+      <div className="form-grid">
+        <fieldset className="field">
+          <legend>Agents</legend>
+          <SearchChoices
+            search={(text) => bindChoicesQuery(orgId, app.id, text)}
+            words={BIND_WORDS}
+            chosen={chosen}
+            onToggle={toggle}
+            offered={(agent) => !agent.bound && agent.status !== 'revoked'}
+            noneFound={(text) => `No agent has “${text}” in its name or hostname.`}
+            noneAtAll="This organization has no agent yet."
+            noneOffered="Each of these agents is bound to this application already, or revoked."
+          />
+          <FieldError errors={errors} field="agentIds" idPrefix="bind" />
+        </fieldset>
+        <div className="field">
+          <label htmlFor={errors.props('channel').id}>Channel</label>
+          <input
+            {...errors.props('channel')}
+            value={channel}
+            onChange={(e) => setChannel(e.target.value)}
+            placeholder={app.defaultChannel}
+          />
+          <span className="hint">empty: the application&apos;s default ({app.defaultChannel})</span>
+          <FieldError errors={errors} field="channel" idPrefix="bind" />
         </div>
-      )}
-      {candidates.length > 0 && (
-        <button type="submit" disabled={bind.isPending || chosen.length === 0}>
-          Bind {chosen.length === 1 ? '1 agent' : `${chosen.length} agents`}
-        </button>
-      )}
+      </div>
+      <button type="submit" disabled={bind.isPending || chosen.length === 0}>
+        Bind {chosen.length === 1 ? '1 agent' : `${chosen.length} agents`}
+      </button>
     </form>
   );
 }

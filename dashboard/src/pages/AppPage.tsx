@@ -3,7 +3,15 @@ import { useMutation } from '../lib/mutation';
 import { useState, type RefObject } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
-import { appQuery, byteSize, devicesQuery, releasesQuery, type App, type Binding, type Release } from '../api/ota';
+import {
+  appQuery,
+  byteSize,
+  deviceCountsQuery,
+  releasesQuery,
+  type App,
+  type DeviceCount,
+  type Release,
+} from '../api/ota';
 import { releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -27,7 +35,8 @@ export function AppPage() {
   const { appId = '' } = useParams();
   const app = useQuery(appQuery(orgId, appId));
   const releases = useQuery(releasesQuery(orgId, appId));
-  const devices = useQuery(devicesQuery(orgId, appId));
+  // The devices counted, not listed: the releases' counts and what a publish or a yank does.
+  const devices = useQuery(deviceCountsQuery(orgId, appId));
   if ((loaded && !org) || (app.error instanceof ApiError && app.error.statusCode === 404)) return <NotFoundPage />;
   if (app.error) return <ErrorMessage error={app.error} />;
   if (!app.data) return <p className="loading">Loading…</p>;
@@ -58,7 +67,7 @@ export function AppPage() {
       <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} readOnly={readOnly} />
       {!readOnly && <NewRelease orgId={orgId} app={a} />}
       <ReadOnly when={readOnly}>
-        <AppDevices orgId={orgId} app={a} devices={devices.data} releases={releases.data} />
+        <AppDevices orgId={orgId} app={a} counts={devices.data} releases={releases.data} />
       </ReadOnly>
     </section>
   );
@@ -72,7 +81,13 @@ const STATUS_CLASS: Record<Release['status'], string> = {
 
 const RELEASE_COLUMNS = 7;
 
-function Releases(props: { orgId: string; app: App; releases?: Release[]; devices?: Binding[]; readOnly: boolean }) {
+function Releases(props: {
+  orgId: string;
+  app: App;
+  releases?: Release[];
+  devices?: DeviceCount[];
+  readOnly: boolean;
+}) {
   const { releases, devices } = props;
   return (
     <section aria-labelledby="releases-heading">
@@ -114,7 +129,7 @@ function ReleaseRow(props: {
   orgId: string;
   app: App;
   releases: Release[];
-  devices: Binding[];
+  devices: DeviceCount[];
   release: Release;
   readOnly: boolean;
 }) {

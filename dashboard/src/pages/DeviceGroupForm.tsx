@@ -1,65 +1,47 @@
-import { useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import type { Schema } from '@drover/shared/api';
-import { matchesSelector, type Requirement } from '@drover/shared/labels';
+import type { Requirement } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';
 import { api, apiPath } from '../api/client';
-import type { App, Binding } from '../api/ota';
-import type { Agent } from '../api/types';
+import { deviceGroupPreviewQuery, type App, type DeviceCount } from '../api/ota';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { fieldErrors, FormError } from '../components/FieldErrors';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
-import { namesWords } from '../components/SelectorMatches';
+import { listedWords } from '../components/SelectorMatches';
 import { counted } from '@drover/shared/counted';
 
 type AppUpdate = Schema<'ApplicationUpdate'>;
 
-/**
- * What applying a device selector would do now (docs/ota.md, "Device groups"): the agents it
- * matches (revoked ones aside, by name), those of them it would bind (not bound yet), and the
- * bindings it made that it would remove (their agent no longer matches).
- */
-export function deviceGroupPreview(
-  agents: readonly Agent[],
-  devices: readonly Binding[],
-  requirements: readonly Requirement[],
-): { matching: Agent[]; toBind: Agent[]; toRemove: Binding[] } {
-  const matching = agents
-    .filter((a) => a.status !== 'revoked' && matchesSelector(requirements, a.labels))
-    .sort((a, b) => (a.name === b.name ? (a.id < b.id ? -1 : 1) : a.name < b.name ? -1 : 1));
-  const bound = new Set(devices.map((b) => b.agentId));
-  const labels = new Map(agents.map((a) => [a.id, a.labels]));
-  return {
-    matching,
-    toBind: matching.filter((a) => !bound.has(a.id)),
-    toRemove: devices.filter(
-      (b) => b.origin === 'selector' && !matchesSelector(requirements, labels.get(b.agentId) ?? {}),
-    ),
-  };
-}
-
-/** What removing the device group does, asked before it is done. */
-function removalWords(devices: readonly Binding[] | undefined): string {
-  const made = devices?.filter((b) => b.origin === 'selector').length;
+/** What removing the device group does, asked before it is done: `made`, the bindings it made (undefined: not read yet). */
+function removalWords(made: number | undefined): string {
   const bindings = made === undefined ? 'the bindings it made' : `the ${made} binding${made === 1 ? '' : 's'} it made`;
   return `Remove the device group? ${bindings[0]!.toUpperCase()}${bindings.slice(1)} go (their pending update jobs cancelled); bindings made by hand stay.`;
 }
 
-/** The preview in words, followed live (a status region). */
-function Preview(props: { agents?: Agent[]; devices?: Binding[]; requirements: Requirement[] | null }) {
-  const { agents, devices, requirements } = props;
+/**
+ * What applying the selector would do now, as the coordinator works it out by the rule that
+ * applies it (`device-group/preview`): the agents it matches (revoked ones aside, the first few by
+ * name), those it would bind, and the bindings it made that it would remove. Followed live (a
+ * status region).
+ */
+function Preview(props: { orgId: string; app: App; text: string; requirements: Requirement[] | null }) {
+  const { orgId, app, text, requirements } = props;
+  const ready = requirements !== null && requirements.length > 0;
+  const preview = useQuery({ ...deviceGroupPreviewQuery(orgId, app.id, text.trim()), enabled: ready });
   let words = '';
-  if (!agents || !devices) words = 'Reading the agents…';
-  else if (requirements === null) words = '';
+  if (requirements === null) words = '';
   else if (requirements.length === 0) words = 'Type a selector to see which agents it matches.';
+  else if (preview.error) words = `The coordinator could not preview it: ${preview.error.message}`;
+  else if (!preview.data) words = 'Reading the agents…';
   else {
-    const { matching, toBind, toRemove } = deviceGroupPreview(agents, devices, requirements);
+    const { matching, names, toBind, toRemove } = preview.data;
     words =
-      matching.length === 0
+      matching === 0
         ? 'No agent matches now: the selector binds nothing until one does.'
-        : `${matching.length === 1 ? '1 agent matches' : `${matching.length} agents match`} now: ${namesWords(matching)}.`;
-    words += ` Applying it binds ${counted(toBind.length, 'agent')}`;
-    words += toRemove.length > 0 ? ` and removes ${counted(toRemove.length, 'binding')} it made.` : '.';
+        : `${matching === 1 ? '1 agent matches' : `${counted(matching, 'agent')} match`} now: ${listedWords(names, matching)}.`;
+    words += ` Applying it binds ${counted(toBind, 'agent')}`;
+    words += toRemove > 0 ? ` and removes ${counted(toRemove, 'binding')} it made.` : '.';
   }
   return (
     <p role="status" className="selector-matches">
@@ -83,8 +65,8 @@ function outcomeWords(app: AppUpdate): string {
  * default channel) and unbound when they stop matching; bindings made by hand stay. A live
  * preview says which agents it matches and what applying it does; the answer says what it did.
  */
-export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent[]; devices?: Binding[] }) {
-  const { orgId, app, agents, devices } = props;
+export function DeviceGroupForm(props: { orgId: string; app: App; counts?: DeviceCount[] }) {
+  const { orgId, app, counts } = props;
   const [text, setText] = useState(app.deviceSelector ?? '');
   const [confirmingRemove, setConfirmingRemove] = useState(false);
   const opener = useReturnFocus(confirmingRemove);
@@ -127,12 +109,12 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
         parsed={parsed}
         refusals={save.variables === text ? errors.of('deviceSelector') : []}
       >
-        <Preview agents={agents} devices={devices} requirements={parsed.requirements} />
+        <Preview orgId={orgId} app={app} text={text} requirements={parsed.requirements} />
       </SelectorInput>
       {confirmingRemove && app.deviceSelector !== null ? (
         // One click would unbind a whole fleet's devices, some maybe in the middle of an update.
         <Confirm label="Remove the device group" onCancel={() => setConfirmingRemove(false)}>
-          <p>{removalWords(devices)}</p>
+          <p>{removalWords(counts?.reduce((sum, g) => sum + (g.origin === 'selector' ? g.devices : 0), 0))}</p>
           <button type="button" className="danger" onClick={() => save.mutate(null)} disabled={save.isPending}>
             Remove device group
           </button>

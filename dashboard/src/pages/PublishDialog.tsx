@@ -2,7 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { ApiError, type ErrorDetail } from '../api/client';
-import type { App, Binding, Release } from '../api/ota';
+import type { App, DeviceCount, Release } from '../api/ota';
 import { publishImpact } from '../api/ota-impact';
 import { publishRelease, rolloutKey, type RolloutPlan } from '../api/rollouts';
 import { Confirm } from '../components/Confirm';
@@ -33,7 +33,8 @@ export function PublishDialog(props: {
   orgId: string;
   app: App;
   releases: Release[];
-  devices: Binding[];
+  /** The application's devices, counted. */
+  devices: DeviceCount[];
   release: Release;
   onClose(): void;
 }) {
@@ -59,7 +60,7 @@ export function PublishDialog(props: {
     },
   });
   const errors = fieldErrors(placed(publish.error), FIELDS, 'body.rollout', PREFIX);
-  const onChannel = devices.filter((b) => b.channel === r.channel).length;
+  const onChannel = devices.reduce((sum, g) => sum + (g.channel === r.channel ? g.devices : 0), 0);
   const impact = publishImpact(releases, devices, r);
   const plan = choice === 'now' ? null : planFor(choice, fields);
   const waves = choice === 'canary' ? CANARY.waves : parseWaves(fields.waves);

@@ -7,7 +7,7 @@ import type {
   EvaluateBinding,
   RemovedBinding,
 } from '../../domain/model/device-bindings.js';
-import { all, command, isSet, one, query, run, type Database, type Dialect, type Flow } from '../sql/index.js';
+import { all, command, isSet, one, query, run, values, type Database, type Dialect, type Flow } from '../sql/index.js';
 import { evaluateBindings } from './device-binding-evaluation.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { lockApplication } from './parent-locks.js';
@@ -35,6 +35,13 @@ const OF_APP = query<DeviceBindingRow & { list_key: number }, [string]>(
   (d) =>
     `SELECT *, ${d.insertionOrder} AS list_key FROM device_bindings WHERE application_id = ? ORDER BY ${d.insertionOrder}`,
 );
+/** A page of the application's bindings in bind order, after a list key (0: from the first). */
+const PAGE_OF_APP = query<DeviceBindingRow & { list_key: number }, [string, number, number]>(
+  (d) =>
+    `SELECT *, ${d.insertionOrder} AS list_key FROM device_bindings WHERE application_id = ? AND ${d.insertionOrder} > ?
+     ORDER BY ${d.insertionOrder} LIMIT ?`,
+);
+const COUNT_OF_APP = values<number, [string]>('SELECT count(*) FROM device_bindings WHERE application_id = ?');
 /** `seekParameter`: every signed manifest reads this, ~4 µs with it against ~25 µs re-prepared without. */
 const OF_AGENT = (d: Dialect) => `SELECT b.* FROM device_bindings b
   JOIN applications a ON a.id = b.application_id AND a.deleted_at IS NULL WHERE b.agent_id = ${d.seekParameter}`;
@@ -169,6 +176,13 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
         ...toDeviceBinding(r),
         listKey: Number(r.list_key),
       }));
+    },
+    async pageByApp(applicationId, after, limit) {
+      const rows = await db.all(PAGE_OF_APP, [applicationId, after, limit]);
+      return rows.map((r) => ({ ...toDeviceBinding(r), listKey: Number(r.list_key) }));
+    },
+    async countByApp(applicationId) {
+      return Number((await db.one(COUNT_OF_APP, [applicationId])) ?? 0);
     },
     async listByAgent(agentId) {
       return (await db.all(OF_AGENT_ORDERED, [agentId])).map(toDeviceBinding);

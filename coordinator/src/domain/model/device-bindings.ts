@@ -97,6 +97,9 @@ export interface DeviceBindingRepository {
   findInApp(applicationId: string, id: string): Promise<DeviceBinding | null>;
   /** In bind order, each with its place in it (`listKey`, increasing). */
   listByApp(applicationId: string): Promise<ListedDeviceBinding[]>;
+  /** At most `limit` of the application's bindings bound after the one of list key `after` (0: from the first), in bind order. */
+  pageByApp(applicationId: string, after: number, limit: number): Promise<ListedDeviceBinding[]>;
+  countByApp(applicationId: string): Promise<number>;
   /** The agent's bindings to applications not deleted, in bind order. */
   listByAgent(agentId: string): Promise<DeviceBinding[]>;
   findForAgent(agentId: string, applicationId: string): Promise<DeviceBinding | null>;

@@ -37,15 +37,32 @@ export interface DeviceListPage {
 }
 
 /**
- * A page of the application's devices that match the filter, in bind order. The bindings are read
- * whole and narrowed here (the agents too when a text is asked for); only the page's devices are
- * made views (their desired release worked out).
+ * A page of the application's devices that match the filter, in bind order. A page of every device
+ * is read by its key; narrowed, the bindings are read whole and narrowed here (the agents too when
+ * a text is asked for). Only the page's devices are made views (their desired release worked out).
  */
 export async function listDevices(
   ctx: OtaContext,
   app: Application,
   filter: DeviceListFilter,
 ): Promise<DeviceListPage> {
+  const { after, limit } = filter;
+  const narrowed = filter.channel !== undefined || filter.state !== undefined || filter.text || filter.agentIds;
+  if (!narrowed && limit !== undefined) {
+    // A page of every device (what the page refreshes): read by its key, not among every binding.
+    const repo = ctx.repos.deviceBindings;
+    const [page, matching] = await Promise.all([
+      repo.pageByApp(app.id, after ?? 0, limit + 1),
+      repo.countByApp(app.id),
+    ]);
+    const more = page.length > limit;
+    const shown = more ? page.slice(0, limit) : page;
+    return {
+      devices: await bindingViews(ctx, app, shown),
+      matching,
+      next: more ? shown[shown.length - 1]!.listKey : null,
+    };
+  }
   const text = filter.text?.toLowerCase();
   let named: Set<string> | null = null;
   if (text) {
@@ -60,7 +77,6 @@ export async function listDevices(
     (!agentIds || agentIds.has(b.agentId)) &&
     (!named || named.has(b.agentId));
   const all = (await ctx.repos.deviceBindings.listByApp(app.id)).filter(matches);
-  const { after, limit } = filter;
   const rest = after === undefined ? all : all.filter((b) => b.listKey > after);
   const page = limit === undefined ? rest : rest.slice(0, limit);
   const next = limit !== undefined && rest.length > limit ? page[page.length - 1]!.listKey : null;
