@@ -321,6 +321,31 @@ describe('chat notifications', () => {
     expect(await notificationsOf(slackJob)).toMatchObject([{ status: 'sent', attempts: 2, lastError: null }]);
   });
 
+  it("retries what Slack answers with its documented passing errors (rate_limited, a workspace's migration), then delivers", async () => {
+    // https://api.slack.com/methods/chat.postMessage#errors: `rate_limited` ("Application has
+    // posted too many messages") comes as HTTP 200 `{ok: false}`, not as a 429; a workspace joining
+    // an Enterprise organization is unavailable "until the transition is complete".
+    const passing = ['rate_limited', 'team_added_to_org', 'org_login_required'];
+    const jobs: string[] = [];
+    for (const [i, error] of passing.entries()) {
+      const trigger = await slackTrigger(`C0PASSING${i}`, 'always');
+      const jobId = await runJob(trigger.id, await f.token([trigger.id]));
+      await endAs(jobId, 'success');
+      slack.failNext('POST', '/api/chat.postMessage', { body: { ok: false, error } });
+      await deliverDue();
+      expect(await notificationsOf(jobId)).toMatchObject([
+        { status: 'pending', attempts: 1, lastError: `Slack answered: ${error}`, failedAt: null },
+      ]);
+      jobs.push(jobId);
+    }
+    f.clock.advance(5_000); // the first retry comes within 5 s
+    await deliverDue();
+    for (const [i, jobId] of jobs.entries()) {
+      expect(await notificationsOf(jobId)).toMatchObject([{ status: 'sent', attempts: 2, lastError: null }]);
+      expect(slackPostsTo(`C0PASSING${i}`)).toHaveLength(1);
+    }
+  });
+
   it('keeps retrying while the provider is down (503, then refusing connections) and delivers once it is back, once', async () => {
     const trigger = await f.createTrigger({
       notifyProvider: 'discord',

@@ -9,8 +9,22 @@ import { slackPost } from '../../notifications/slack-message.js';
 import { DeliveryFailure, type ChatDelivery, type ChatSender } from '../../notifications/sender.js';
 import { slackWebClient } from '../slack-connector.js';
 
-/** Slack's error codes that say "try again later" (https://api.slack.com/methods/chat.postMessage#errors); every other one is final. */
-const TRANSIENT = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout', 'ratelimited']);
+/**
+ * Slack's error codes that say "try again later" (https://api.slack.com/methods/chat.postMessage#errors);
+ * every other one is final. `rate_limited` ("Application has posted too many messages") comes as
+ * HTTP 200 `{ok: false}`, not as a 429 with its Retry-After; `team_added_to_org` and
+ * `org_login_required` last while the workspace moves into an Enterprise organization.
+ */
+const TRANSIENT = new Set([
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+  'ratelimited',
+  'rate_limited',
+  'team_added_to_org',
+  'org_login_required',
+]);
 
 /** A Web API failure as a DeliveryFailure: rate limits and outages are retried, Slack's refusals are not. */
 export function slackDeliveryFailure(error: unknown): DeliveryFailure {
