@@ -382,6 +382,36 @@ describe('chat notifications', () => {
     expect(await notificationsOf(jobId)).toMatchObject([{ status: 'sent', attempts: 4, lastError: null }]);
   });
 
+  it('retries a message Discord answered 401 with the bot token again, and delivers it and those after it', async () => {
+    const trigger = await f.createTrigger({
+      notifyProvider: 'discord',
+      notifyTeamId: DISCORD_GUILD.id,
+      notifyChannelId: DISCORD_CHANNEL,
+      notifyOn: 'always',
+    });
+    const token = await f.token([trigger.id]);
+    const first = await runJob(trigger.id, token);
+    await endAs(first, 'success');
+    discord.failNext('POST', '/api/v10/channels/:channel/messages', {
+      status: 401,
+      body: { message: '401: Unauthorized', code: 0 },
+    });
+    await deliverDue();
+    expect(await notificationsOf(first)).toMatchObject([
+      { status: 'pending', attempts: 1, lastError: 'Discord answered 401: 401: Unauthorized' },
+    ]);
+
+    // Discord takes the token again: the retry and the next message reach it, with the token.
+    const second = await runJob(trigger.id, token);
+    await endAs(second, 'success');
+    f.clock.advance(5_000);
+    await deliverDue();
+    for (const jobId of [first, second]) {
+      expect(await notificationsOf(jobId)).toMatchObject([{ status: 'sent', lastError: null }]);
+      expect(discordPostsOf(jobId)).toHaveLength(1);
+    }
+  });
+
   it('fails at once, without retrying, for a workspace that is not connected and for a channel the provider does not know', async () => {
     const elsewhere = await f.createTrigger({
       notifyProvider: 'slack',

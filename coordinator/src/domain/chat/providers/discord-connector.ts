@@ -32,15 +32,34 @@ export const DROVER_COMMAND: RESTPutAPIApplicationGuildCommandsJSONBody = [
   },
 ];
 
-/** A REST client on the configured API base that never retries a 429 on its own. */
+/**
+ * A REST client that keeps the application's bot token. @discordjs/rest forgets its token at the
+ * first 401 it is answered (it takes the token for revoked): every later request of that client
+ * then failed without reaching Discord ("Expected token to be set"), the outbox's messages to
+ * every guild, the registrations of `/drover` and the Gateway's connections alike, until the
+ * coordinator restarted, even once Discord took the token again. The token is a setting: a 401 is
+ * retried with it (docs/chat.md, "Delivery").
+ */
+class BotTokenREST extends REST {
+  readonly #botToken: string;
+
+  constructor(options: ConstructorParameters<typeof REST>[0], botToken: string) {
+    super(options);
+    this.#botToken = botToken;
+    super.setToken(botToken);
+  }
+
+  override setToken(token: string | null): this {
+    return super.setToken(token || this.#botToken);
+  }
+}
+
+/** A REST client on the configured API base, with the bot token, that never retries a 429 on its own. */
 export function discordRest(config: DiscordConfig): REST {
-  return new REST({
-    api: config.apiUrl,
-    version: '10',
-    retries: 0,
-    timeout: 10_000,
-    rejectOnRateLimit: () => true,
-  }).setToken(config.botToken);
+  return new BotTokenREST(
+    { api: config.apiUrl, version: '10', retries: 0, timeout: 10_000, rejectOnRateLimit: () => true },
+    config.botToken,
+  );
 }
 
 export function discordError(error: unknown): ChatProviderError {
