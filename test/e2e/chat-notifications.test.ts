@@ -4,6 +4,7 @@ import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
 import { connectWorkspace } from '../helpers/chat.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import {
+  DISCORD_APP_ID,
   DISCORD_BOT_TOKEN,
   DISCORD_CODE,
   DISCORD_GUILD,
@@ -344,6 +345,85 @@ describe('chat notifications', () => {
       expect(await notificationsOf(jobId)).toMatchObject([{ status: 'sent', attempts: 2, lastError: null }]);
       expect(slackPostsTo(`C0PASSING${i}`)).toHaveLength(1);
     }
+  });
+
+  it('refuses a mention a limit refused once however often it arrives (a resumed Gateway session, every coordinator): one rejected job, one REJECTED post', async () => {
+    await f.putWorkflows(f.agent, [...WORKFLOWS, workflow('slow', { timeout: 1000 }), workflow('greet')]);
+    await f.setWorkflowLimits(await f.workflowId('greet'), { rateLimitPerMinute: 1 });
+    const channel = '1180000000000000600';
+    const notifyChannel = '1180000000000000601';
+    const trigger = await f.createTrigger({
+      name: 'greeter',
+      type: 'discord',
+      workflowName: 'greet',
+      chatTeamId: DISCORD_GUILD.id,
+      chatChannelId: channel,
+      chatKeyword: 'greet',
+      notifyProvider: 'discord',
+      notifyTeamId: DISCORD_GUILD.id,
+      notifyChannelId: notifyChannel,
+      notifyOn: 'failure',
+    });
+    await eventually(async () => discord.gatewayReady() || undefined, 20_000, 'the Gateway session');
+    const message = (id: string) => ({
+      id,
+      channel_id: channel,
+      guild_id: DISCORD_GUILD.id,
+      author: { id: '1180000000000000654', username: 'linus', discriminator: '0', avatar: null },
+      member: { nick: null, roles: [] },
+      content: `<@${DISCORD_APP_ID}> greet`,
+      mentions: [{ id: DISCORD_APP_ID, username: 'drover', bot: true }],
+      type: 0,
+      timestamp: new Date(f.clock.now()).toISOString(),
+      tts: false,
+      mention_everyone: false,
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+    });
+    const answersTo = (messageId: string) =>
+      discord.posted.filter((m) => m.channel_id === channel && m.message_reference?.message_id === messageId);
+    const first = message('1180000000000043001');
+    const second = message('1180000000000043002');
+    discord.dispatchMessage(first);
+    await eventually(async () => answersTo(first.id)[0], 10_000, 'the answer to the first mention');
+    discord.dispatchMessage(second);
+    const [refusal] = await eventually(
+      async () => (answersTo(second.id).length > 0 ? answersTo(second.id) : undefined),
+      10_000,
+      'the answer to the second mention',
+    );
+    expect(refusal!.content).toMatch(/^Nothing was started: Rate limit of workflow `greet` exceeded for the minute/);
+
+    // The second message again, as the Gateway's handler takes it: a resumed session replaying it,
+    // or the session of another coordinator on the database. Still refused, in the next minute too.
+    const again = {
+      provider: 'discord' as const,
+      teamId: DISCORD_GUILD.id,
+      channelId: channel,
+      userId: second.author.id,
+      userName: second.author.username,
+      text: 'greet',
+      messageId: second.id,
+      deliveryId: second.id,
+    };
+    const { chatRuns } = f.t.coordinator.ctx;
+    expect(await chatRuns.run(again)).toMatchObject({
+      kind: 'not_started',
+      text: expect.stringMatching(/^Nothing was started: Rate limit of workflow `greet` exceeded for the minute/),
+    });
+    f.clock.advance(60_000);
+    expect(await chatRuns.run(again)).toMatchObject({ kind: 'not_started' });
+
+    const jobs = await f.jobsOf(trigger.id);
+    expect(jobs.map((j) => j.status)).toEqual(['pending', 'rejected']);
+    await deliverDue();
+    const rejectedPosts = discord.posted.filter(
+      (m) => m.channel_id === notifyChannel && String(m.content).includes(': REJECTED'),
+    );
+    expect(rejectedPosts).toHaveLength(1);
+    expect(answersTo(second.id)).toHaveLength(1);
   });
 
   it('keeps retrying while the provider is down (503, then refusing connections) and delivers once it is back, once', async () => {

@@ -159,6 +159,22 @@ export function createTriggerRunRepository(
 ): TriggerRunRepository {
   let nextPurgeAt = 0;
 
+  function* saveKey(
+    job: AdmissionRequest['job'],
+    idempotency: NonNullable<AdmissionRequest['idempotency']>,
+    now: number,
+  ): Flow<void> {
+    const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
+    yield* run(SAVE_KEY, [
+      job.triggerId,
+      job.workflowName,
+      idempotency.key,
+      idempotency.requestHash,
+      job.id,
+      expiresAt,
+    ]);
+  }
+
   function* admission(request: AdmissionRequest): Flow<AdmissionOutcome> {
     const { now, idempotency } = request;
     let { job } = request;
@@ -238,21 +254,13 @@ export function createTriggerRunRepository(
           nowIso,
         ]);
       }
+      // A chat delivery's key names its rejected job: the same message again is a repeat of it.
+      if (idempotency?.keepRefused) yield* saveKey(job, idempotency, now);
       return { outcome: 'refused', jobId: job.id, ...refused };
     }
 
     for (const { scope, id } of counted) yield* run(BUMP_COUNTERS, { scope, id, ...windows });
-    if (idempotency) {
-      const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
-      yield* run(SAVE_KEY, [
-        job.triggerId,
-        job.workflowName,
-        idempotency.key,
-        idempotency.requestHash,
-        job.id,
-        expiresAt,
-      ]);
-    }
+    if (idempotency) yield* saveKey(job, idempotency, now);
     // Last: on PostgreSQL the job's number locks the organization's counter row until the commit.
     yield* run(INSERT_JOB, jobInsertParams(job, 'pending', null));
     return { outcome: 'admitted', jobId: job.id, agentId: job.agentId };

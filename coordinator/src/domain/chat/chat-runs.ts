@@ -209,6 +209,10 @@ export class ChatRunService {
       };
     }
     const job = await repos.jobs.findById(outcome.jobId);
+    // The same message delivered again, after a limit refused its run: still refused, as it was told.
+    if (outcome.repeated && job?.status === 'rejected') {
+      return notStarted(`Nothing was started: ${job.errorMessage ?? 'a limit refused this run'}.`);
+    }
     const jobNumber = job?.number ?? 0;
     const jobUrl = `${this.deps.publicUrl()}${statusUrl(outcome.jobId)}`;
     // As the webhook call would: the job is accepted, and waits for an agent that is offline.

@@ -9,8 +9,15 @@ export interface AdmissionRequest {
   job: Omit<NewJob, 'status' | 'errorMessage'> & { triggerId: string };
   /** Unix ms of the call: the rate windows and the idempotency expiry are computed from it. */
   now: number;
-  /** Key and body hash, when the call carries an Idempotency-Key; scoped to (trigger, workflow name). */
-  idempotency: { key: string; requestHash: string; ttlMs: number } | null;
+  /**
+   * Key and body hash, when the call carries an Idempotency-Key; scoped to (trigger, workflow name).
+   * `keepRefused`: the key is stored for a call a limit refused too, naming its rejected job. A
+   * chat run's key is the provider's id of one message (docs/chat.md), which may arrive again (a
+   * Gateway session resumed, Slack's retry of an event) or on every coordinator's Gateway session
+   * at once: it must be refused once, not once per delivery, nor admitted later when the window
+   * has passed. An Idempotency-Key of the public API is not kept (docs/trigger-runs.md).
+   */
+  idempotency: { key: string; requestHash: string; ttlMs: number; keepRefused?: boolean } | null;
   /** The calling token's job limits (null: not called with a token). */
   token: { id: string; limits: RateLimits } | null;
   /** The workflow's limits; bypassed (but still counted) when `job.forced`. Windows are counted only while a limit is set. */
@@ -93,7 +100,8 @@ export interface TriggerRunRepository {
    * The admission of a trigger call, atomic and serialized with every other admission (group
    * commit, see db/writer/): idempotency lookup, token limit, workflow limit (unless
    * forced), the job, the window counters (dispatched calls only), the idempotency key (dispatched
-   * calls only, so a call refused by a limit can be retried with the same key) and the block row.
+   * calls only, so a call refused by a limit can be retried with the same key, unless
+   * `keepRefused`) and the block row.
    * Resolves once committed.
    */
   admit(request: AdmissionRequest): Promise<AdmissionOutcome>;

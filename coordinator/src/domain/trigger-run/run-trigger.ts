@@ -164,7 +164,13 @@ export class TriggerRunService {
       idempotency:
         idempotencyKey === null
           ? null
-          : { key: idempotencyKey, requestHash: requestHash(request), ttlMs: IDEMPOTENCY_TTL_MS },
+          : {
+              key: idempotencyKey,
+              requestHash: requestHash(request),
+              ttlMs: IDEMPOTENCY_TTL_MS,
+              // A chat run's key is its message's: refused once, it stays refused (docs/chat.md).
+              keepRefused: actor.chat !== null,
+            },
       token: actor.limits,
       workflowLimits: workflow.rateLimit,
       pool,

@@ -83,6 +83,33 @@ describe.each(DATABASES)('trigger-run admission (%s)', (kind) => {
     ]);
   });
 
+  it("keeps a chat delivery's key for the call a limit refused: its deliveries at once, from two coordinators, and later ones make one rejected job", async () => {
+    const workflowLimits = { ...none, perMinute: 1 };
+    expect((await t.repos.triggerRuns.admit(request({ workflowLimits }))).outcome).toBe('admitted');
+    const idempotency = { key: 'discord:1180000000000042002', requestHash: 'h', ttlMs: 86_400_000, keepRefused: true };
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 ? t.other : t.repos).triggerRuns.admit(request({ idempotency, workflowLimits })),
+      ),
+    );
+    const refused = outcomes.filter((o) => o.outcome === 'refused');
+    expect(refused).toHaveLength(1);
+    const jobId = refused[0]!.jobId;
+    expect(outcomes.filter((o) => o.outcome === 'repeated' && o.jobId === jobId)).toHaveLength(5);
+    // The next minute, when the limit would let a new call through, the message is still the refused one.
+    const later = await t.repos.triggerRuns.admit(request({ idempotency, workflowLimits, now: NOW + 60_000 }));
+    expect(later).toEqual({ outcome: 'repeated', jobId });
+    expect(await statuses()).toEqual(['pending', 'rejected']);
+    expect(await count('SELECT count(*) AS n FROM rate_limit_blocks')).toBe(1);
+    // An Idempotency-Key of the public API is not kept: the call may be made again once the window allows it.
+    const apiKey = { key: 'k', requestHash: 'h', ttlMs: 86_400_000 };
+    expect((await t.repos.triggerRuns.admit(request({ idempotency: apiKey, workflowLimits }))).outcome).toBe('refused');
+    const retried = await t.repos.triggerRuns.admit(
+      request({ idempotency: apiKey, workflowLimits, now: NOW + 60_000 }),
+    );
+    expect(retried.outcome).toBe('admitted');
+  });
+
   it('checks the token before the workflow, and lets force bypass only the workflow', async () => {
     const token = { id: 'token-1', limits: { ...none, perHour: 2 } };
     const workflowLimits = { ...none, perMinute: 1 };
