@@ -221,7 +221,7 @@ export async function createCoordinator(
     });
     const chatIntegrations = new ChatIntegrationService({
       repos,
-      connectors: await chatConnectors(config.chat),
+      connectors: await chatConnectors(config.chat, logger),
       box: keys.secretBox,
       audit,
       clock,
@@ -229,7 +229,7 @@ export async function createCoordinator(
     });
     const chatDelivery = new DeliveryWorker({
       outbox: repos.chatOutbox,
-      senders: await chatSenders(config.chat),
+      senders: await chatSenders(config.chat, logger),
       workspace: async (provider, teamId) => {
         const integration = await repos.chatIntegrations.findByTeam(provider, teamId);
         if (!integration) return null;

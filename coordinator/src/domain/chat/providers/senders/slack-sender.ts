@@ -7,7 +7,7 @@ import {
 import type { SlackConfig } from '../../../../config/chat-config.js';
 import { slackPost } from '../../notifications/slack-message.js';
 import { DeliveryFailure, type ChatDelivery, type ChatSender } from '../../notifications/sender.js';
-import { slackWebClient } from '../slack-connector.js';
+import { slackWebClient, type SlackClientLog } from '../slack-connector.js';
 
 /**
  * Slack's error codes that say "try again later" (https://api.slack.com/methods/chat.postMessage#errors);
@@ -53,13 +53,16 @@ export function slackDeliveryFailure(error: unknown): DeliveryFailure {
 export class SlackSender implements ChatSender {
   readonly provider = 'slack' as const;
 
-  constructor(private readonly config: SlackConfig) {}
+  constructor(
+    private readonly config: SlackConfig,
+    private readonly log: SlackClientLog,
+  ) {}
 
   async send(d: ChatDelivery): Promise<void> {
     if (!d.token)
       throw new DeliveryFailure(`Slack workspace ${d.target.teamId} has no bot token: connect it again`, 'never');
     const post = slackPost(d.payload, d.target, d.publicUrl);
-    const client = slackWebClient(this.config, d.token);
+    const client = slackWebClient(this.config, this.log, d.token);
     try {
       // The SDK types a message as blocks-or-text unions; slackPost builds one of them.
       if (post.method === 'chat.postEphemeral')
