@@ -1,10 +1,14 @@
 import type {
   EnrollmentToken,
+  EnrollmentTokenInsertion,
   EnrollmentTokenRepository,
   EnrollmentTokenState,
   ListedEnrollmentToken,
 } from '../../domain/model/enrollment-tokens.js';
-import { command, one, query, type Database, type Dialect, type Flow } from '../sql/index.js';
+import type { Role } from '../../domain/model/orgs.js';
+import { can } from '@drover/shared';
+import { command, one, query, run, type Database, type Dialect, type Flow } from '../sql/index.js';
+import { lockOrg } from './parent-locks.js';
 
 interface EnrollmentTokenRow {
   id: string;
@@ -42,6 +46,11 @@ const toToken = (r: EnrollmentTokenRow): EnrollmentToken => ({
 const INSERT = command(
   `INSERT INTO enrollment_tokens (id, org_id, name, token_hash, created_by, expires_at, created_at)
    VALUES (?, ?, ?, ?, ?, ?, ?)`,
+);
+
+/** The maker's role, read under the organization's lock (a role change or removal takes it too). */
+const MAKER_ROLE = query<{ role: Role }, [string, string]>(
+  'SELECT role FROM memberships WHERE org_id = ? AND user_id = ?',
 );
 
 interface ListParams {
@@ -103,8 +112,16 @@ const toListed = (r: ListedRow): ListedEnrollmentToken => ({
 
 export function createEnrollmentTokenRepository(db: Database): EnrollmentTokenRepository {
   return {
-    async insert(t, tokenHash) {
-      await db.run(INSERT, [t.id, t.orgId, t.name, tokenHash, t.createdBy, t.expiresAt, t.createdAt]);
+    insert(t, tokenHash) {
+      return db.transaction(function* (): Flow<EnrollmentTokenInsertion> {
+        if (t.createdBy !== null) {
+          yield* lockOrg(t.orgId);
+          const role = (yield* one(MAKER_ROLE, [t.orgId, t.createdBy]))?.role ?? null;
+          if (role === null || !can(role, 'agents.enroll')) return { outcome: 'maker_cannot_enroll', role };
+        }
+        yield* run(INSERT, [t.id, t.orgId, t.name, tokenHash, t.createdBy, t.expiresAt, t.createdAt]);
+        return { outcome: 'ok' };
+      });
     },
     async list(orgId, q) {
       const rows = await db.all(LIST[q.state ?? 'any'], {

@@ -67,7 +67,12 @@ export class EnrollmentTokenService {
       createdBy: actor.userId,
       createdAt: new Date(now).toISOString(),
     };
-    await repo.insert(issued, hashBearerSecret(token));
+    const inserted = await repo.insert(issued, hashBearerSecret(token));
+    if (inserted.outcome === 'maker_cannot_enroll') {
+      // Demoted or removed since the request's role was read: answered as that change would have been.
+      if (inserted.role === null) throw notFound('Organization');
+      requirePermission(inserted.role, 'agents.enroll');
+    }
     await audit.record(
       userAction(actor, 'enrollment_token.create', 'enrollment_token', issued.id, {
         name: issued.name,

@@ -1,3 +1,5 @@
+import type { Role } from './orgs.js';
+
 export interface EnrollmentToken {
   id: string;
   orgId: string;
@@ -43,8 +45,19 @@ export type EnrollmentTokenRevocation =
 /** A token as it is made: not revoked. */
 export type NewEnrollmentToken = Omit<EnrollmentToken, 'revokedAt' | 'revokedBy'>;
 
+/**
+ * A token's creation: `ok`, or refused with nothing written because its maker's role no longer
+ * enrolls agents (`role`: a viewer now; null: no longer a member of the organization).
+ */
+export type EnrollmentTokenInsertion = { outcome: 'ok' } | { outcome: 'maker_cannot_enroll'; role: Role | null };
+
 export interface EnrollmentTokenRepository {
-  insert(token: NewEnrollmentToken, tokenHash: string): Promise<void>;
+  /**
+   * Stores a token. One with a maker takes the organization's lock first and is refused unless the
+   * maker may still enroll agents: a role change or removal takes the same lock and revokes the
+   * maker's open tokens (OrgRepository), so no token it did not see can outlive it.
+   */
+  insert(token: NewEnrollmentToken, tokenHash: string): Promise<EnrollmentTokenInsertion>;
   /** The organization's tokens, newest first. */
   list(orgId: string, query: EnrollmentTokenListQuery): Promise<ListedEnrollmentToken[]>;
   findInOrg(orgId: string, id: string): Promise<ListedEnrollmentToken | null>;

@@ -138,6 +138,47 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.enroll(watched.hash, agent(), later(9))).toEqual({ ok: false, reason: 'revoked' });
   });
 
+  it('refuses a token of a maker who may no longer enroll, writing nothing, also when made while another coordinator demotes them', async () => {
+    const ownerId = newId();
+    await t.repos.users.insert({ id: ownerId, email: `${ownerId}@example.test`, passwordHash: 'x', createdAt: AT });
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, ownerId);
+    const maker = newId();
+    await t.repos.users.insert({ id: maker, email: `${maker}@example.test`, passwordHash: 'x', createdAt: AT });
+    await t.repos.orgs.addMember(orgId, maker, 'member', AT);
+    const make = (repos: typeof t.repos, createdBy: string | null) => {
+      const token = { id: newId(), orgId, name: null, expiresAt: later(3_600_000), usedAt: null };
+      return repos.enrollmentTokens.insert({ ...token, usedByAgentId: null, createdBy, createdAt: AT }, newId());
+    };
+    const open = async () =>
+      (await t.repos.enrollmentTokens.list(orgId, { state: 'open', at: AT, limit: 100 })).filter(
+        (token) => token.createdBy === maker,
+      );
+
+    expect(await make(t.repos, maker)).toEqual({ outcome: 'ok' });
+    await t.repos.orgs.setRole(orgId, maker, 'viewer', AT);
+    expect(await make(t.repos, maker)).toEqual({ outcome: 'maker_cannot_enroll', role: 'viewer' });
+    await t.repos.orgs.removeMember(orgId, maker, AT);
+    expect(await make(t.other, maker)).toEqual({ outcome: 'maker_cannot_enroll', role: null });
+    expect(await open()).toEqual([]);
+    // A token without a maker (made by the coordinator itself) needs no role.
+    expect(await make(t.repos, null)).toEqual({ outcome: 'ok' });
+
+    // Tokens made while another coordinator makes the maker a viewer: each is made before the
+    // change (and revoked by it) or refused after it; none is left open.
+    for (let round = 0; round < 5; round++) {
+      await t.repos.orgs.addMember(orgId, maker, 'member', AT);
+      const made = Array.from({ length: 6 }, () => make(t.repos, maker));
+      const change = t.other.orgs.setRole(orgId, maker, 'viewer', AT);
+      made.push(...Array.from({ length: 6 }, () => make(t.repos, maker)));
+      const [outcomes, changed] = await Promise.all([Promise.all(made), change]);
+      const revoked = typeof changed === 'object' ? changed.revokedEnrollmentTokens.length : -1;
+      expect(revoked).toBe(outcomes.filter((o) => o.outcome === 'ok').length);
+      expect(await open()).toEqual([]);
+      await t.repos.orgs.removeMember(orgId, maker, AT);
+    }
+  });
+
   it('lists the most recently registered first, and finds agents only in their organization', async () => {
     const orgId = await org();
     const ids: string[] = [];
