@@ -249,6 +249,29 @@ describe('connecting chat workspaces', () => {
     expect(anonymous.status).toBe(401);
   });
 
+  it('connects nothing for an owner removed while Slack exchanged the code', async () => {
+    const leaver = await addUser(t.owner, t.orgId, 'leaving-owner@example.test', 'owner');
+    const started = await startConnect(t, leaver.client, 'slack');
+    const exchange = slack.holdNext('POST', '/api/oauth.v2.access');
+    const finishing = finishConnect(
+      t,
+      leaver.client,
+      'slack',
+      { code: SLACK_CODE, state: started.state },
+      started.browserKey,
+    );
+    await exchange.arrived;
+    expect((await t.owner.delete(`/orgs/${t.orgId}/members/${leaver.userId}`)).status).toBe(200);
+    exchange.release();
+    const { completion } = await finishing;
+    expect(completion.status).toBe(403);
+    expect(completion.body.message).toBe(
+      'Only an owner of the organization connects a Slack workspace, and you no longer are one: nothing was connected',
+    );
+    const connected = (await t.owner.get(`/orgs/${t.orgId}/chat-integrations`)).body;
+    expect(connected.filter((i: { connectedByUserId: string }) => i.connectedByUserId === leaver.userId)).toEqual([]);
+  });
+
   it('lets owners only connect and disconnect; disconnecting is audited', async () => {
     expect((await member.post(`/orgs/${t.orgId}/chat-integrations/slack/connect`)).status).toBe(403);
     const [slackIntegration] = (await t.owner.get(`/orgs/${t.orgId}/chat-integrations`)).body;

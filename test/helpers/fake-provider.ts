@@ -32,6 +32,7 @@ export class FakeProviderServer {
   readonly requests: ReceivedRequest[] = [];
   private readonly routes: { method: string; pattern: RegExp; handler: FakeHandler }[] = [];
   private readonly overrides: { method: string; pattern: RegExp; answer: FakeAnswer; times: number }[] = [];
+  private readonly holds: { method: string; pattern: RegExp; arrived: () => void; released: Promise<void> }[] = [];
   protected server: http.Server | null = null;
   url = '';
 
@@ -42,6 +43,20 @@ export class FakeProviderServer {
   /** The next `times` calls of `METHOD path` get `answer` instead of the route's own. */
   failNext(method: string, path: string, answer: FakeAnswer, times = 1): void {
     this.overrides.push({ method, pattern: toPattern(path), answer, times });
+  }
+
+  /**
+   * The next call of `METHOD path` waits, once received, until `release` is called (then answers
+   * as it would have): `arrived` resolves when it came, so a test can act while the coordinator
+   * waits on the provider.
+   */
+  holdNext(method: string, path: string): { arrived: Promise<void>; release(): void } {
+    let arrived!: () => void;
+    let release!: () => void;
+    const arrival = new Promise<void>((resolve) => (arrived = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.holds.push({ method, pattern: toPattern(path), arrived, released });
+    return { arrived: arrival, release };
   }
 
   /**
@@ -116,6 +131,12 @@ export class FakeProviderServer {
       raw,
     };
     this.requests.push(request);
+    const hold = this.holds.find((h) => h.method === request.method && h.pattern.test(request.path));
+    if (hold) {
+      this.holds.splice(this.holds.indexOf(hold), 1);
+      hold.arrived();
+      await hold.released;
+    }
     let answer: FakeAnswer;
     const override = this.overrides.find((o) => o.method === request.method && o.pattern.test(request.path));
     if (override) {

@@ -1,6 +1,9 @@
 import type { ChatIntegration, ChatIntegrationRepository, OAuthState } from '../../domain/model/chat-integrations.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
-import { command, query, run, type Database } from '../sql/index.js';
+import type { Role } from '../../domain/model/orgs.js';
+import { can } from '@drover/shared';
+import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
+import { lockOrg } from './parent-locks.js';
 
 interface IntegrationRow {
   id: string;
@@ -50,6 +53,10 @@ const CONNECT = query<IntegrationRow, ChatIntegration>(
    WHERE c.org_id = excluded.org_id
    RETURNING *`,
 );
+/** The role of whoever connects, read under the organization's lock (a role change or removal takes it too). */
+const CONNECTER_ROLE = query<{ role: Role }, [string, string]>(
+  'SELECT role FROM memberships WHERE org_id = ? AND user_id = ?',
+);
 const BY_TEAM = query<IntegrationRow, [ChatProvider, string]>(
   'SELECT * FROM chat_integrations WHERE provider = ? AND team_id = ?',
 );
@@ -71,13 +78,21 @@ const CONSUME_STATE = query<StateRow, { stateHash: string; provider: ChatProvide
 
 /**
  * A connection is one INSERT ... ON CONFLICT on the workspace's unique index, whichever coordinator
- * it comes through; a state is consumed by one UPDATE.
+ * it comes through, after its maker's role is read under the organization's lock (an owner
+ * removed or demoted while the provider exchanged the code connects nothing); a state is consumed
+ * by one UPDATE.
  */
 export function createChatIntegrationRepository(db: Database): ChatIntegrationRepository {
   return {
-    async connect(integration) {
-      const row = await db.one(CONNECT, integration);
-      return row ? { outcome: 'connected', integration: toIntegration(row) } : { outcome: 'taken' };
+    connect(integration) {
+      type Outcome = Awaited<ReturnType<ChatIntegrationRepository['connect']>>;
+      return db.transaction(function* (): Flow<Outcome> {
+        yield* lockOrg(integration.orgId);
+        const role = (yield* one(CONNECTER_ROLE, [integration.orgId, integration.connectedByUserId]))?.role;
+        if (role === undefined || !can(role, 'chat.integrations')) return { outcome: 'not_owner' };
+        const row = yield* one(CONNECT, integration);
+        return row ? { outcome: 'connected', integration: toIntegration(row) } : { outcome: 'taken' };
+      });
     },
     async listByOrg(orgId) {
       return (await db.all(BY_ORG, [orgId])).map(toIntegration);

@@ -151,6 +151,10 @@ export class ChatIntegrationService {
     const connector = this.connector(provider);
     const { repos, clock, box, audit } = this.deps;
     const name = PROVIDER_NAMES[provider];
+    const noLongerOwner = () =>
+      forbidden(
+        `Only an owner of the organization connects a ${name} ${TEAM_WORDS[provider]}, and you no longer are one: nothing was connected`,
+      );
     const state = query.state
       ? await repos.chatIntegrations.consumeState(sha256(query.state), provider, isoAt(clock.now()))
       : null;
@@ -176,9 +180,7 @@ export class ChatIntegrationService {
     }
     const role = await repos.orgs.roleOf(state.orgId, state.userId);
     if (role === null || !can(role, 'chat.integrations')) {
-      throw forbidden(
-        `Only an owner of the organization connects a ${name} ${TEAM_WORDS[provider]}, and you no longer are one: nothing was connected`,
-      );
+      throw noLongerOwner();
     }
     const orgId = state.orgId;
     if (query.error !== undefined || !query.code) {
@@ -202,6 +204,10 @@ export class ChatIntegrationService {
         connectedByUserId: state.userId,
         createdAt: isoAt(clock.now()),
       });
+      if (result.outcome === 'not_owner') {
+        // Removed or demoted while the provider exchanged the code: as if it had happened before.
+        throw noLongerOwner();
+      }
       if (result.outcome === 'taken') {
         return {
           outcome: 'failed',

@@ -33,11 +33,13 @@ export interface OAuthState {
 export interface ChatIntegrationRepository {
   /**
    * Stores the integration, or replaces the organization's own connection of the same workspace
-   * (a reconnect: new token, same id). `taken` when the workspace is another organization's.
+   * (a reconnect: new token, same id). `taken` when the workspace is another organization's;
+   * `not_owner`, with nothing written, when `connectedByUserId` may no longer connect workspaces
+   * (checked under the organization's lock, which role changes and removals take too).
    */
   connect(
     integration: ChatIntegration,
-  ): Promise<{ outcome: 'connected'; integration: ChatIntegration } | { outcome: 'taken' }>;
+  ): Promise<{ outcome: 'connected'; integration: ChatIntegration } | { outcome: 'taken' } | { outcome: 'not_owner' }>;
   listByOrg(orgId: string): Promise<ChatIntegration[]>;
   findInOrg(orgId: string, id: string): Promise<ChatIntegration | null>;
   findByTeam(provider: ChatProvider, teamId: string): Promise<ChatIntegration | null>;

@@ -192,11 +192,13 @@ describe.each(DATABASES)('chat outbox repository (%s)', (kind) => {
 describe.each(DATABASES)('chat integrations (%s)', (kind) => {
   const t = databases.use(kind);
   let orgId: string;
+  let ownerId: string;
   let otherOrgId: string;
+  let otherOwnerId: string;
 
   beforeEach(async () => {
-    ({ orgId } = await orgWithAgent(t.repos, iso(0)));
-    ({ orgId: otherOrgId } = await orgWithAgent(t.repos, iso(0)));
+    ({ orgId, userId: ownerId } = await orgWithAgent(t.repos, iso(0)));
+    ({ orgId: otherOrgId, userId: otherOwnerId } = await orgWithAgent(t.repos, iso(0)));
   });
 
   const integration = (fields: Partial<ChatIntegration> = {}): ChatIntegration => ({
@@ -208,7 +210,7 @@ describe.each(DATABASES)('chat integrations (%s)', (kind) => {
     botUserId: 'U0BOT',
     sealedAccessToken: 'sealed-1',
     scopes: 'commands,chat:write',
-    connectedByUserId: 'u1',
+    connectedByUserId: ownerId,
     createdAt: iso(0),
     ...fields,
   });
@@ -221,13 +223,37 @@ describe.each(DATABASES)('chat integrations (%s)', (kind) => {
       outcome: 'connected',
       integration: { ...again, id: first.id, createdAt: iso(0) },
     });
-    expect(await t.other.chatIntegrations.connect(integration({ orgId: otherOrgId }))).toEqual({ outcome: 'taken' });
+    expect(
+      await t.other.chatIntegrations.connect(integration({ orgId: otherOrgId, connectedByUserId: otherOwnerId })),
+    ).toEqual({ outcome: 'taken' });
     expect(await t.repos.chatIntegrations.listByOrg(orgId)).toEqual([{ ...again, id: first.id, createdAt: iso(0) }]);
     expect((await t.repos.chatIntegrations.findByTeam('slack', 'T1'))?.teamName).toBe('Acme Inc');
     expect(await t.repos.chatIntegrations.findByTeam('discord', 'T1')).toBeNull();
     expect(await t.repos.chatIntegrations.findInOrg(otherOrgId, first.id)).toBeNull();
     expect(await t.repos.chatIntegrations.delete(otherOrgId, first.id)).toBe(false);
     expect(await t.repos.chatIntegrations.delete(orgId, first.id)).toBe(true);
+    expect(await t.repos.chatIntegrations.listByOrg(orgId)).toEqual([]);
+  });
+
+  it('connects nothing for someone who is not, or no longer, an owner of the organization', async () => {
+    const other = newId();
+    await t.repos.users.insert({ id: other, email: `${other}@example.test`, passwordHash: 'x', createdAt: iso(0) });
+    await t.repos.orgs.addMember(orgId, other, 'operator', iso(0));
+    expect(await t.repos.chatIntegrations.connect(integration({ connectedByUserId: other }))).toEqual({
+      outcome: 'not_owner',
+    });
+    // An owner of another organization is none of this one's.
+    expect(await t.repos.chatIntegrations.connect(integration({ connectedByUserId: otherOwnerId }))).toEqual({
+      outcome: 'not_owner',
+    });
+    expect(await t.repos.chatIntegrations.listByOrg(orgId)).toEqual([]);
+
+    // Removed (on another coordinator): their next connection is refused too.
+    await t.repos.orgs.setRole(orgId, other, 'owner', iso(0));
+    await t.other.orgs.removeMember(orgId, other, iso(1));
+    expect(await t.repos.chatIntegrations.connect(integration({ connectedByUserId: other }))).toEqual({
+      outcome: 'not_owner',
+    });
     expect(await t.repos.chatIntegrations.listByOrg(orgId)).toEqual([]);
   });
 
