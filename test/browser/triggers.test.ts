@@ -720,11 +720,16 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('heading', { name: 'Batches' }).waitFor();
       const rows = page().getByRole('table').getByRole('row');
       await waitFor(async () => expect(await rows.count()).toBe(3));
-      expect(await rows.nth(1).innerText()).toMatch(
-        /^#2 rotate\s+cancelled\s+2 cancelled\s+berlin gateways\s+run by hand\s+role=gateway,site=berlin\s/,
+      // The triggers' names are read by id, after the batches: they come once read.
+      await waitFor(async () =>
+        expect(await rows.nth(1).innerText()).toMatch(
+          /^#2 rotate\s+cancelled\s+2 cancelled\s+berlin gateways\s+run by hand\s+role=gateway,site=berlin\s/,
+        ),
       );
-      expect(await rows.nth(2).innerText()).toMatch(
-        /^#1 rotate\s+partial\s+1 succeeded\s+1 failed\s+1 rejected\s+rotate gateways\s+run by hand\s+role=gateway\s/,
+      await waitFor(async () =>
+        expect(await rows.nth(2).innerText()).toMatch(
+          /^#1 rotate\s+partial\s+1 succeeded\s+1 failed\s+1 rejected\s+rotate gateways\s+run by hand\s+role=gateway\s/,
+        ),
       );
       await expectAccessible(page(), 'the Batches page');
       await docScreenshot(page(), 'batches');
