@@ -262,4 +262,25 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     expect(asked.every((query) => /[?&]limit=20\b/.test(query) || /[?&]id=/.test(query))).toBe(true);
     expect(owner.problems).toEqual([]);
   });
+
+  it("shows what a selector trigger's selector matches from the coordinator, on its page and its form, never reading every agent and workflow", async () => {
+    asked.length = 0;
+    workflowsAsked.length = 0;
+    const found = await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/triggers?q=gold%20kiosks`);
+    const gold = found.body[0]!.id;
+    await page().goto(`/orgs/${t.orgId}/triggers/${gold}`);
+    const matches = page().locator('.selector-matches');
+    await expect.poll(() => matches.innerText()).toMatch(/^11 agents match now: /);
+    expect(await matches.innerText()).toContain(
+      'None of them reports the workflow deploy: every job would be rejected.',
+    );
+    await page().goto(`/orgs/${t.orgId}/triggers/${gold}/edit`);
+    await page().getByLabel('Label selector', { exact: true }).fill('tier=gold,os=linux');
+    await expect.poll(() => matches.innerText()).toMatch(/^11 agents match now: /);
+    await page().getByLabel('Label selector', { exact: true }).fill('tier=platinum');
+    await expect.poll(() => matches.innerText()).toBe('No agent matches now: a run is refused until one does.');
+    expect(asked).toEqual([]);
+    expect(workflowsAsked).toEqual([]);
+    expect(owner.problems).toEqual([]);
+  });
 });

@@ -1,4 +1,5 @@
 import { infiniteQueryOptions, keepPreviousData, queryOptions } from '@tanstack/react-query';
+import type { Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath, type Page } from './client';
 import { CHOICES, namesByIdQuery, nameText } from './names-by-id';
 import { AGENT_DIRECTORY_REFRESH_MS, LIVE_REFRESH_MS } from './refresh';
@@ -125,6 +126,27 @@ export const agentChoicesQuery = (orgId: string, text: string) =>
         }
       }
       return { ...page, items: page.items.map((agent) => ({ ...agent, workflows: workflowsOf.get(agent.id) ?? [] })) };
+    },
+    placeholderData: keepPreviousData,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
+  });
+
+/** What a trigger on a label selector would run on if called now (`selector-matches`). */
+export type SelectorMatchesView = Schema<'SelectorMatches'>;
+
+/**
+ * The agents a label selector matches now (revoked ones aside: the first names, how many), those of
+ * them lacking `workflowName`, the workflows they report and that workflow's versions, as the
+ * coordinator works them out: what a selector trigger's page and form show as the selector is
+ * typed, where they read every agent and every workflow of the organization (7.4 MB at 5,000
+ * agents). `selector` must parse and select by something (the form says so before asking).
+ */
+export const selectorMatchesQuery = (orgId: string, selector: string, workflowName: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'agents', { selectorMatches: selector, workflowName }],
+    queryFn: () => {
+      const query = new URLSearchParams({ selector, ...(workflowName ? { workflowName } : {}) });
+      return api<SelectorMatchesView>('GET', apiPath`/orgs/${orgId}/selector-matches?${query}`);
     },
     placeholderData: keepPreviousData,
     refetchInterval: AGENT_DIRECTORY_REFRESH_MS,

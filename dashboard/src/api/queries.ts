@@ -25,15 +25,10 @@ export const orgsQuery = queryOptions({
 });
 
 /**
- * Every agent of the organization, as the pages that name them, offer them as choices or match
- * selectors against them read it (the Agents page reads pages of them: agent-pages.ts).
+ * The key every read of the organization's agents is under (pages, names, searches, one agent): a
+ * change made in this dashboard (rename, labels, revoke) refreshes each. No page reads every agent.
  */
-export const agentsQuery = (orgId: string) =>
-  queryOptions({
-    queryKey: ['orgs', orgId, 'agents'],
-    queryFn: () => api<Agent[]>('GET', apiPath`/orgs/${orgId}/agents`),
-    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
-  });
+export const agentsKey = (orgId: string) => ['orgs', orgId, 'agents'] as const;
 
 /** One agent (`GET /orgs/:orgId/agents/:agentId`), under the list's key: a change to the list reaches it. */
 export const agentQuery = (orgId: string, agentId: string) =>
@@ -43,16 +38,8 @@ export const agentQuery = (orgId: string, agentId: string) =>
     refetchInterval: LIVE_REFRESH_MS,
   });
 
-/**
- * Every workflow of the organization, as the pages that offer them or check a selector's agents
- * for one read it (the Agents page reads its agents' only: agent-pages.ts): as often as the agents.
- */
-export const workflowsQuery = (orgId: string) =>
-  queryOptions({
-    queryKey: ['orgs', orgId, 'workflows'],
-    queryFn: () => api<Workflow[]>('GET', apiPath`/orgs/${orgId}/workflows`),
-    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
-  });
+/** The key every read of the organization's workflows is under: a change of limits refreshes each. */
+export const workflowsKey = (orgId: string) => ['orgs', orgId, 'workflows'] as const;
 
 /** The active workflows of one agent (`?agentId=`), under the workflows' key: as often as they. */
 export const agentWorkflowsQuery = (orgId: string, agentId: string) =>

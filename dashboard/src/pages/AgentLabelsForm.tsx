@@ -3,7 +3,7 @@ import { useMutation } from '../lib/mutation';
 import { MAX_LABELS } from '@drover/shared/labels';
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { api, ApiError, apiPath } from '../api/client';
-import { agentQuery, agentsQuery } from '../api/queries';
+import { agentQuery, agentsKey } from '../api/queries';
 import type { Agent } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import {
@@ -42,7 +42,7 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
       api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, { body: { labels } }),
     onSuccess: (updated) => {
       queryClient.setQueryData(agentQuery(orgId, agent.id).queryKey, updated);
-      void queryClient.invalidateQueries({ queryKey: agentsQuery(orgId).queryKey });
+      void queryClient.invalidateQueries({ queryKey: agentsKey(orgId) });
       onClose(true);
     },
   });

@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api, apiPath } from '../api/client';
 import { AGENT_PAGE, agentCountQuery, agentPagesQuery, type AgentFilters } from '../api/agent-pages';
-import { agentsQuery } from '../api/queries';
+import { agentsKey } from '../api/queries';
 import type { Agent, Workflow } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
 import { Confirm, useReturnFocus } from '../components/Confirm';
@@ -226,7 +226,7 @@ function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can:
   const queryClient = useQueryClient();
   const done = () => {
     setMode('idle');
-    void queryClient.invalidateQueries({ queryKey: agentsQuery(orgId).queryKey });
+    void queryClient.invalidateQueries({ queryKey: agentsKey(orgId) });
   };
   const rename = useMutation({
     mutationFn: () => api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, { body: { name } }),

@@ -4,9 +4,10 @@ import { useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
-import { agentQuery, agentsQuery, agentWorkflowsQuery, workflowsQuery } from '../api/queries';
+import { selectorMatchesQuery } from '../api/agent-pages';
+import { agentQuery, agentWorkflowsQuery } from '../api/queries';
 import { AgentPicker } from '../components/AgentPicker';
-import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
+import { SelectorMatches } from '../components/SelectorMatches';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -263,9 +264,13 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   const [draft, setDraft] = useState<Draft>(initial);
   const onSelector = draft.target === 'selector';
   // One agent: that agent's workflows, and its name while it is out of the picker's agents. A
-  // selector: every agent and workflow, matched here as it is typed (SelectorMatches).
-  const agents = useQuery({ ...agentsQuery(orgId), enabled: onSelector });
-  const workflows = useQuery({ ...workflowsQuery(orgId), enabled: onSelector });
+  // selector: what the coordinator says it matches as it is typed (SelectorMatches), once it parses.
+  const parsedSelector = parseSelectorText(draft.agentSelector);
+  const selecting = onSelector && (parsedSelector.requirements?.length ?? 0) > 0;
+  const matches = useQuery({
+    ...selectorMatchesQuery(orgId, draft.agentSelector.trim(), draft.workflowName.trim()),
+    enabled: selecting,
+  });
   const agentWorkflows = useQuery({
     ...agentWorkflowsQuery(orgId, draft.agentId),
     enabled: !onSelector && !!draft.agentId,
@@ -296,21 +301,16 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   // A trigger on a selector runs one workflow, named here, on each agent: choosing it sets that scope.
   const setTarget = (target: Draft['target']) =>
     setDraft((d) => ({ ...d, target, scopeType: target === 'selector' ? 'workflow' : d.scopeType }));
-  const parsedSelector = parseSelectorText(draft.agentSelector);
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     save.mutate({ sent: draft, unreadable: unreadableNumbers(event.currentTarget) });
   };
   // The workflows to offer: the agent's, or those of the agents the selector matches now.
-  const runners = onSelector
-    ? new Set(selectorMatch(agents.data ?? [], [], parsedSelector.requirements ?? [], '').agents.map((a) => a.id))
-    : null;
-  const candidates = runners
-    ? (workflows.data ?? []).filter((w) => runners.has(w.agentId))
-    : draft.agentId
-      ? (agentWorkflows.data ?? [])
-      : [];
-  const offered = [...new Set(candidates.map((w) => w.name))].sort();
+  const offered = onSelector
+    ? selecting
+      ? (matches.data?.workflowNames ?? [])
+      : []
+    : [...new Set((draft.agentId ? (agentWorkflows.data ?? []) : []).map((w) => w.name))].sort();
   const title = trigger ? `Edit ${trigger.name}` : 'New trigger';
   const text = (field: keyof Draft & string, label: string, hint?: ReactNode, extra: Record<string, unknown> = {}) => (
     <Field errors={errors} field={field} label={label} hint={hint}>
@@ -394,8 +394,8 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                 refusals={save.variables?.sent.agentSelector === draft.agentSelector ? errors.of('agentSelector') : []}
               >
                 <SelectorMatches
-                  agents={agents.data}
-                  workflows={workflows.data}
+                  matches={selecting ? matches.data : undefined}
+                  error={matches.error}
                   requirements={parsedSelector.requirements}
                   workflowName={draft.workflowName}
                 />

@@ -5,7 +5,8 @@ import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
-import { agentQuery, agentsQuery, agentWorkflowsQuery, workflowsQuery } from '../api/queries';
+import { selectorMatchesQuery } from '../api/agent-pages';
+import { agentQuery, agentWorkflowsQuery } from '../api/queries';
 import { recentTriggerBatchesQuery } from '../api/batches';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
 import { AGENT_DIRECTORY_REFRESH_MS } from '../api/refresh';
@@ -22,7 +23,7 @@ import { RunByHand } from './RunByHand';
 import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { parseSelectorText } from '../components/SelectorInput';
-import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
+import { SelectorMatches } from '../components/SelectorMatches';
 import { counted } from '@drover/shared/counted';
 import { Ago } from '../components/Ago';
 
@@ -31,12 +32,14 @@ export function TriggerPage() {
   const { orgId, org, loaded } = useOrg();
   const { triggerId = '' } = useParams();
   const trigger = useQuery({ ...triggerQuery(orgId, triggerId), refetchInterval: TRIGGERS_REFRESH_MS });
-  // A trigger of one agent reads that agent and its workflows; one on a selector, every agent and
-  // workflow (to match the selector and name those lacking the workflow).
-  const onSelector = trigger.data !== undefined && trigger.data.agentSelector !== null;
+  // A trigger of one agent reads that agent and its workflows; one on a selector, what the
+  // coordinator says the selector matches now (the agents lacking the workflow, its versions).
+  const selector = trigger.data?.agentSelector ?? null;
   const oneAgentId = trigger.data?.agentSelector === null ? trigger.data.agentId : null;
-  const agents = useQuery({ ...agentsQuery(orgId), enabled: onSelector });
-  const workflows = useQuery({ ...workflowsQuery(orgId), enabled: onSelector });
+  const matches = useQuery({
+    ...selectorMatchesQuery(orgId, selector ?? '', trigger.data?.workflowName ?? ''),
+    enabled: selector !== null,
+  });
   const oneAgent = useQuery({
     ...agentQuery(orgId, oneAgentId ?? ''),
     enabled: oneAgentId !== null,
@@ -51,12 +54,7 @@ export function TriggerPage() {
   if (!trigger.data) return <p className="loading">Loading…</p>;
   const t = trigger.data;
   const agent = oneAgent.data;
-  // The agents a run goes to: the trigger's agent, or those its selector matches now.
   const requirements = t.agentSelector === null ? null : parseSelectorText(t.agentSelector).requirements;
-  const runners =
-    requirements === null
-      ? [t.agentId]
-      : selectorMatch(agents.data ?? [], [], requirements, '').agents.map((a) => a.id);
   return (
     <section aria-labelledby="trigger-heading">
       <div className="page-head">
@@ -76,8 +74,8 @@ export function TriggerPage() {
         agentName={agent?.name}
         matches={
           <SelectorMatches
-            agents={agents.data}
-            workflows={workflows.data}
+            matches={matches.data}
+            error={matches.error}
             requirements={requirements}
             workflowName={t.workflowName ?? ''}
           />
@@ -91,11 +89,8 @@ export function TriggerPage() {
         <RunByHand
           orgId={orgId}
           trigger={t}
-          workflows={
-            oneAgentId !== null
-              ? (oneAgentWorkflows.data ?? [])
-              : (workflows.data ?? []).filter((w) => runners.includes(w.agentId))
-          }
+          // Those of the agent a run goes to, or the versions of the workflow the selector's agents report.
+          workflows={oneAgentId !== null ? (oneAgentWorkflows.data ?? []) : (matches.data?.versions ?? [])}
           mayForce={allows(org, 'runs.force')}
         />
       )}

@@ -1,7 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent, type KeyboardEvent } from 'react';
 import { api, ApiError, apiPath } from '../api/client';
-import { workflowsQuery } from '../api/queries';
+import { workflowsKey } from '../api/queries';
 import type { Workflow } from '../api/types';
 import { FieldError, fieldErrors, FormError, unreadableNumbers } from '../components/FieldErrors';
 import { useMutation } from '../lib/mutation';
@@ -37,7 +37,7 @@ export function WorkflowLimitsForm(props: {
     },
     onSuccess: async () => {
       // Every list of workflows (this agent's, the Agents page's, the organization's) shows the new limits.
-      await queryClient.invalidateQueries({ queryKey: workflowsQuery(orgId).queryKey });
+      await queryClient.invalidateQueries({ queryKey: workflowsKey(orgId) });
       onClose('saved');
     },
   });

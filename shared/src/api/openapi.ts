@@ -1032,6 +1032,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/orgs/{orgId}/selector-matches': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What a trigger on a label selector would run on if called now: the agents it matches, those lacking the workflow, the workflows they report */
+    get: operations['selectorMatches'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/orgs/{orgId}/agents/{agentId}': {
     parameters: {
       query?: never;
@@ -2314,6 +2331,21 @@ export interface components {
       operatorLabels: {
         [key: string]: string;
       };
+    };
+    /** @description What a trigger on this label selector would run on if called now: the agents it matches (revoked ones aside), those lacking the workflow, the workflows they report */
+    SelectorMatches: {
+      /** @description the agents the selector matches, revoked ones aside */
+      matching: number;
+      /** @description the first 12 of their names, in byte order */
+      names: string[];
+      /** @description those of them that do not report workflowName (their jobs would be rejected); 0 without it */
+      lacking: number;
+      /** @description the first 12 of their names */
+      lackingNames: string[];
+      /** @description the names of the workflows they report, each once, in byte order (at most 500) */
+      workflowNames: string[];
+      /** @description workflowName as they report it: one of each distinct params schema */
+      versions: components['schemas']['Workflow'][];
     };
     Workflow: {
       id: string;
@@ -7967,6 +7999,60 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Agent'][];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  selectorMatches: {
+    parameters: {
+      query: {
+        /** @description A label selector (docs/fleets.md) */
+        selector: string;
+        /** @description The workflow a run would start: which matching agents lack it, and its versions */
+        workflowName?: string;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What a trigger on this label selector would run on if called now: the agents it matches (revoked ones aside), those lacking the workflow, the workflows they report */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SelectorMatches'];
         };
       };
       /** @description Default Response */

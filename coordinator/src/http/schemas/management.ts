@@ -152,6 +152,43 @@ export const ManagedWorkflowSchema = named('Workflow', {
   },
 } as const);
 
+export const SelectorMatchesSchema = named('SelectorMatches', {
+  type: 'object',
+  description:
+    'What a trigger on this label selector would run on if called now: the agents it matches (revoked ones aside), those lacking the workflow, the workflows they report',
+  examples: [
+    {
+      matching: 3,
+      names: ['gw-a', 'gw-b', 'gw-c'],
+      lacking: 1,
+      lackingNames: ['gw-c'],
+      workflowNames: ['rotate', 'status'],
+      versions: [managedWorkflowExample],
+    },
+  ],
+  required: ['matching', 'names', 'lacking', 'lackingNames', 'workflowNames', 'versions'],
+  properties: {
+    matching: { type: 'integer', minimum: 0, description: 'the agents the selector matches, revoked ones aside' },
+    names: { type: 'array', items: { type: 'string' }, description: 'the first 12 of their names, in byte order' },
+    lacking: {
+      type: 'integer',
+      minimum: 0,
+      description: 'those of them that do not report workflowName (their jobs would be rejected); 0 without it',
+    },
+    lackingNames: { type: 'array', items: { type: 'string' }, description: 'the first 12 of their names' },
+    workflowNames: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'the names of the workflows they report, each once, in byte order (at most 500)',
+    },
+    versions: {
+      type: 'array',
+      items: ManagedWorkflowSchema,
+      description: 'workflowName as they report it: one of each distinct params schema',
+    },
+  },
+} as const);
+
 export const StorageBindingSchema = named('StorageBinding', {
   type: 'object',
   examples: [storageBindingExample],

@@ -7,7 +7,11 @@ import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
-import { AgentSchema, labelsSchema, noQuery } from '../../schemas/management.js';
+import { AgentSchema, labelsSchema, noQuery, SelectorMatchesSchema } from '../../schemas/management.js';
+import { selectorMatches } from '../../../domain/fleet/selector-matches.js';
+import { MAX_SELECTOR_LENGTH } from '@drover/shared';
+import { MAX_WORKFLOW_NAME_LENGTH } from '../../../domain/triggers/triggers.js';
+import { toManagedWorkflow } from './workflows.js';
 import {
   cursorQueryProperty,
   NEXT_CURSOR_HEADER,
@@ -102,6 +106,52 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
       void reply.header(TOTAL_COUNT_HEADER, String(page.matching));
       if (page.next !== null) void reply.header(NEXT_CURSOR_HEADER, String(page.next));
       return page.agents;
+    },
+  );
+
+  app.get<{ Params: { orgId: string }; Querystring: { selector: string; workflowName?: string } }>(
+    '/orgs/:orgId/selector-matches',
+    {
+      schema: {
+        operationId: 'selectorMatches',
+        summary:
+          'What a trigger on a label selector would run on if called now: the agents it matches, those lacking the workflow, the workflows they report',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['selector'],
+          properties: {
+            selector: {
+              type: 'string',
+              minLength: 1,
+              maxLength: MAX_SELECTOR_LENGTH,
+              description: 'A label selector (docs/fleets.md)',
+              examples: ['role=gateway'],
+            },
+            workflowName: {
+              type: 'string',
+              minLength: 1,
+              maxLength: MAX_WORKFLOW_NAME_LENGTH,
+              description: 'The workflow a run would start: which matching agents lack it, and its versions',
+              examples: ['rotate'],
+            },
+          },
+        },
+        response: { 200: SelectorMatchesSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId } = await requireOrgRole(request, request.params.orgId);
+      const { selector, workflowName } = request.query;
+      const matches = await selectorMatches(
+        app.ctx.repos,
+        orgId,
+        selectorFrom(selector, 'querystring.selector'),
+        workflowName,
+      );
+      return { ...matches, versions: matches.versions.map(toManagedWorkflow) };
     },
   );
 
