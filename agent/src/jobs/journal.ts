@@ -111,6 +111,11 @@ export class Journal {
         onDamaged(file, `cannot read it: ${code === 'EINVAL' ? (error as Error).message : (code ?? String(error))}`);
         continue;
       }
+      // The spare's blank journal.json, never filled: the agent stopped between claiming the spare
+      // (a rename) and the first write of the job's entry, which its first step and its first report
+      // wait for (a fill is one write, which a crash does not cut short): nothing was promised, as
+      // for a job directory without a journal. A power cut after that write leaves it filled.
+      if (isBlankSpareJournal(text)) continue;
       try {
         journal.#load(parseEntry(text, name));
       } catch (error) {
@@ -207,8 +212,9 @@ export class Journal {
    * A durable update whose flushes run on libuv's thread pool: the entry changes in memory at
    * once, and on disk when the promise resolves. Nothing else may write the job's entry until
    * then (the later write could land first). An entry never written before is created in place
-   * (createFileDurably: one flush's wait); a crash before it resolves can leave a damaged file,
-   * which the next start skips as it would a missing one. Its directory and file are created on
+   * (createFileDurably: one flush's wait, or fillBlankFile in the spare's blank file); a crash before
+   * it resolves can leave the spare's blank file, which the next start takes for a missing one, or
+   * (a power cut) a damaged file. Its directory and file are created on
    * the pool too: creating a file or a directory can take 0.2 to 0.8 ms on a VM's disk, time the
    * event loop needs for the start report's answer (docs/performance.md, "Dispatch latency").
    */
@@ -388,5 +394,8 @@ function entryProblem(entry: unknown, name: string | undefined): string | null {
   }
   return null;
 }
+
+/** The blank journal.json of a spare job directory (makeSpareJobDir), as it was made. */
+const isBlankSpareJournal = (text: string): boolean => text.length === SPARE_JOURNAL_BYTES && !/[^ ]/.test(text);
 
 const serialize = (entry: JournalEntry) => `${JSON.stringify(entry, null, 2)}\n`;

@@ -173,6 +173,29 @@ describe('the journal', () => {
     expect(fs.existsSync(spare)).toBe(false);
   });
 
+  it('takes a claimed spare whose blank entry was never filled (kill -9 between the claim and the write) for no entry, not a damaged one', async () => {
+    Journal.open(stateDir);
+    await makeSpareJobDir(stateDir);
+    const job = assignment('w');
+    // What claimSpareJobDir does before the job's first entry fills the blank file in place.
+    fs.renameSync(path.join(stateDir, 'jobs', '.next'), jobFiles(stateDir, job.jobId).dir);
+    const damaged: string[] = [];
+    const journal = Journal.open(stateDir, (file) => damaged.push(file));
+    expect(damaged).toEqual([]);
+    expect(journal.get(job.jobId)).toBeUndefined();
+    // Nothing was promised for it (its first step and first report wait for that write): delivered
+    // pending again, it is taken and runs, where it was failed as "may have run already".
+    expect(journal.isDamaged(job.jobId)).toBe(false);
+    journal.create(job, 'accepted', {}, { onDisk: false });
+    await journal.updateInBackground(job.jobId, { state: 'running' });
+    expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running');
+    // A blank file of another size, or one a power cut left with anything but the spare's spaces, stays damaged.
+    fs.writeFileSync(jobFiles(stateDir, job.jobId).journalFile, ' '.repeat(SPARE_JOURNAL_BYTES - 1));
+    expect(Journal.open(stateDir).isDamaged(job.jobId)).toBe(true);
+    fs.writeFileSync(jobFiles(stateDir, job.jobId).journalFile, '\0'.repeat(SPARE_JOURNAL_BYTES));
+    expect(Journal.open(stateDir).isDamaged(job.jobId)).toBe(true);
+  });
+
   it('skips an entry that a power cut left empty, keeping its job as damaged until an entry is written', () => {
     const job = assignment('w');
     fs.mkdirSync(path.join(stateDir, 'jobs', job.jobId), { recursive: true });
