@@ -61,7 +61,13 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
         // hold it open for ever, filling the queue. The report is idempotent: sent again.
         return { action: 'resend_final' };
       case 'abandoned':
-        return { action: 'ignore', why: 'the coordinator refused it before' };
+        // The coordinator refused its accept or its start, so none of its steps ran here. Sent
+        // again `pending`, the job waits again (a pool's job that went back to its pool while this
+        // agent could not be reached, then handed to it again; a database restored from an older
+        // backup): it is decided below as a new one, where ignoring it left it pending for ever.
+        // Sent `queued` or `running`, the coordinator counts it as this agent's while nothing runs
+        // it here: lost, as an unknown one is.
+        break;
       default:
         // The journal reads no other state (a damaged entry is skipped); were one to get here, the
         // job was seen before, in a state this build does not know: it is not run again.

@@ -279,6 +279,25 @@ describe('a new job', () => {
   });
 });
 
+describe('a job the coordinator refused before', () => {
+  it('runs when it is sent again pending (a pool job handed back to this agent after its start was refused)', async () => {
+    let refuse = true;
+    const h = make([quick], {
+      answer: (r) => Promise.resolve(r.kind === 'start' && refuse ? { status: 404, body: {} } : answered(r)),
+    });
+    const job = assignment('quick');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.journal.get(job.jobId)?.state === 'abandoned');
+    expect(h.finishOf(job.jobId)).toBeUndefined();
+    // Back in its pool, the job waits again and is handed to this agent: it runs, once.
+    refuse = false;
+    h.manager.onJobEvent(job);
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
+    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'success' });
+    expect(h.kinds(job.jobId)).toEqual(['start', 'start', 'logs', 'finish']);
+  });
+});
+
 describe('a first step held ready while the start is reported', () => {
   it('runs in the held spare once the start is answered, and never when the start is refused or the journal fails', async () => {
     const marks = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-held-'));
@@ -630,7 +649,14 @@ describe('the intake rules', () => {
       'resend_final',
     );
     expect(decideIntake(job, { ...base, entry: entry('rejected'), finalPending: true }).action).toBe('ignore');
-    expect(decideIntake(job, { ...base, entry: entry('abandoned') }).action).toBe('ignore');
+    // Refused before (nothing of it ran): sent `pending` again, it waits again (a pool's job back in
+    // its pool, handed to this agent again), and is decided as a new one; held as this agent's, lost.
+    expect(decideIntake(job, { ...base, entry: entry('abandoned') }).action).toBe('accept');
+    expect(decideIntake(job, { ...base, entry: entry('abandoned'), queueFull: true })).toMatchObject({
+      reason: 'queue_full',
+    });
+    for (const status of ['queued', 'running'] as const)
+      expect(decideIntake({ ...job, status }, { ...base, entry: entry('abandoned') }).action).toBe('fail_lost');
     // A state no build writes (the journal skips such an entry) is never taken for a new job.
     expect(decideIntake(job, { ...base, entry: entry('Finished', { finalDelivered: true }) }).action).toBe('ignore');
     expect(decideIntake(job, { ...base, entry: entry('Finished') }).action).toBe('ignore');
