@@ -112,9 +112,11 @@ export class Journal {
         continue;
       }
       // The spare's blank journal.json, never filled: the agent stopped between claiming the spare
-      // (a rename) and the first write of the job's entry, which its first step and its first report
-      // wait for (a fill is one write, which a crash does not cut short): nothing was promised, as
-      // for a job directory without a journal. A power cut after that write leaves it filled.
+      // (a rename) and the first write of the job's entry, which its first step (and a queued job's
+      // accept) waits for; a fill is one write, which a crash does not cut short. None of the job
+      // ran: it is unknown here, as in a job directory without a journal (run when delivered
+      // pending again, failed as lost when its start was reported meanwhile), not damaged. A power
+      // cut after that write leaves it filled.
       if (isBlankSpareJournal(text)) continue;
       try {
         journal.#load(parseEntry(text, name));
