@@ -135,6 +135,27 @@ describe('API token management', () => {
     expect422(await t.owner.post(path, { body: issueBody({ expiresAt: '2000-01-01T00:00:00Z' }) }), 'expiresAt');
   });
 
+  it("counts expiresInSeconds from the issue on the coordinator's clock, alone and within the year 9999", async () => {
+    const before = Date.now();
+    const issued = await t.owner.post(path, { body: issueBody({ expiresInSeconds: 3600 }) });
+    expect(issued.status, issued.text).toBe(201);
+    const expiresAt = Date.parse(issued.body.expiresAt as string);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 3_600_000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 3_600_000);
+    const both = await t.owner.post(path, {
+      body: issueBody({ expiresInSeconds: 3600, expiresAt: new Date(Date.now() + 86_400_000).toISOString() }),
+    });
+    expect422(both, 'expiresInSeconds');
+    expect(both.body.details[0].message).toBe('give either expiresAt or expiresInSeconds, not both');
+    expect422(await t.owner.post(path, { body: issueBody({ expiresInSeconds: 0 }) }), 'expiresInSeconds');
+    expect422(await t.owner.post(path, { body: issueBody({ expiresInSeconds: 1.5 }) }), 'expiresInSeconds');
+    const far = await t.owner.post(path, { body: issueBody({ expiresInSeconds: 300_000_000_000 }) });
+    expect422(far, 'expiresInSeconds');
+    expect(far.body.details[0].message).toMatch(
+      /^must end by the year 9999: at most \d+ seconds from now, got `300000000000` \(number\)$/,
+    );
+  });
+
   it('refuses each invalid field with 422 naming it', async () => {
     const cases: [string, Record<string, unknown>][] = [
       ['name', issueBody({ name: '' })],

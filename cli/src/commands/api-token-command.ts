@@ -19,13 +19,16 @@ type IssuedApiToken = Schema<'IssuedApiToken'>;
 const LATEST_EXPIRY_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
 /**
- * `--expires-in` from now, as an ISO time; a duration that ends past the year 9999 is refused
- * naming the option (past the year 275760 no Date holds it: an "unexpected error" otherwise).
+ * `--expires-in` as the seconds the token lives (`expiresInSeconds`): the coordinator counts them
+ * from the issue on its own clock, so a machine whose clock is off does not make the token live
+ * longer or shorter than asked. A duration that ends past the year 9999 is refused naming the
+ * option (past the year 275760 no Date holds it: an "unexpected error" otherwise).
  */
-function expiryIn(text: string): string {
-  const at = Date.now() + parseDuration(text, '--expires-in');
-  if (!(at <= LATEST_EXPIRY_MS)) throw new CliError(`--expires-in: must end by the year 9999, got \`${text}\``);
-  return new Date(at).toISOString();
+function expiryIn(text: string): number {
+  const ms = parseDuration(text, '--expires-in');
+  if (!(Date.now() + ms <= LATEST_EXPIRY_MS))
+    throw new CliError(`--expires-in: must end by the year 9999, got \`${text}\``);
+  return Math.max(1, Math.round(ms / 1000));
 }
 
 interface CreateFlags {
@@ -76,14 +79,14 @@ export function configureApiTokenCommand(program: Command, rt: Runtime): void {
       const permissions = flags.storage === undefined ? null : storagePermissions(flags.storage);
       if (permissions === null && flags.storageBinding.length > 0)
         throw new CliError('--storage-binding needs --storage');
-      const expiresAt = flags.expiresIn === undefined ? undefined : expiryIn(flags.expiresIn);
+      const expiresInSeconds = flags.expiresIn === undefined ? undefined : expiryIn(flags.expiresIn);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const scopes = await grants(caller, flags, permissions);
       const issued = await caller.api.post<IssuedApiToken>(`/orgs/${await caller.orgId()}/api-tokens`, {
         name: flags.name,
         scopes,
         ...limits,
-        ...(expiresAt === undefined ? {} : { expiresAt }),
+        ...(expiresInSeconds === undefined ? {} : { expiresInSeconds }),
       } satisfies RequestBody<'issueApiToken'>);
       if (flags.json) return printJson(rt, issued);
       rt.out(`${issued.token}\n`);

@@ -19,6 +19,7 @@ import { grantErrors, type Names } from '../components/grant-words';
 import { SearchChoices, type ChoiceWords } from '../components/SearchChoices';
 import { workflowWords } from '../components/trigger-words';
 import { shortId } from '@drover/shared/short-id';
+import { expiryOf } from './token-expiry';
 
 const FIELDS = [
   'name',
@@ -73,19 +74,11 @@ const EMPTY: Draft = {
 /** An empty input: no limit; anything else is sent as typed, for the coordinator to judge. */
 const limitOf = (text: string): number | null => (text.trim() === '' ? null : Number(text));
 
-/** The expiry as an ISO time; a date the browser cannot read is sent as typed (the API names it). */
-function expiryOf(d: Draft, now: number): string | null {
-  if (d.expiry === 'never') return null;
-  if (d.expiry !== 'at') return new Date(now + Number(d.expiry)).toISOString();
-  const local = new Date(d.expiresAt);
-  return Number.isNaN(local.getTime()) ? d.expiresAt : local.toISOString();
-}
-
 /**
  * The request for the draft. A grant type with nothing chosen is left out; storage chosen with
  * no binding or no permission is sent as it is, so that the coordinator says what is missing.
  */
-export function requestOf(d: Draft, now = Date.now()): IssueRequest {
+export function requestOf(d: Draft): IssueRequest {
   const scopes: Grant[] = [];
   if (d.agents.length > 0) scopes.push({ type: 'agent', agentIds: d.agents.map((a) => a.id) });
   if (d.triggers.length > 0) scopes.push({ type: 'trigger', triggerIds: d.triggers.map((t) => t.id) });
@@ -102,7 +95,7 @@ export function requestOf(d: Draft, now = Date.now()): IssueRequest {
     rateLimitPerMinute: limitOf(d.perMinute),
     rateLimitPerHour: limitOf(d.perHour),
     rateLimitPerDay: limitOf(d.perDay),
-    expiresAt: expiryOf(d, now),
+    ...expiryOf(d),
   };
 }
 

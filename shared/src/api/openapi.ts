@@ -9284,6 +9284,8 @@ export interface operations {
            * @description future; null or omitted: never
            */
           expiresAt?: string | null;
+          /** @description instead of expiresAt: the token expires this many seconds after it is issued, on the coordinator's clock */
+          expiresInSeconds?: number;
         };
       };
     };

@@ -2,7 +2,7 @@ import { API_TOKEN_PREFIX } from '@drover/shared';
 import type { ApiToken, Grant } from '../model/api-tokens.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import { AppError, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
-import { storedInstant, UNSTORABLE_INSTANT } from '../../util/clock.js';
+import { LAST_STORABLE_MS, storedInstant, UNSTORABLE_INSTANT } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashBearerSecret, newBearerSecret, secretHint } from '../../util/secrets.js';
 import { nameProblem } from '../names.js';
@@ -71,6 +71,24 @@ export function parseExpiry(expiresAt: string | null | undefined, nowMs: number)
   return stored;
 }
 
+/**
+ * The expiry `seconds` after `nowMs`, the coordinator's time: a duration a client counts on its own
+ * clock (a laptop hours ahead) would make a token live longer or shorter than asked. Alone: with
+ * `expiresAt` too it is refused (422), as is an end past the year 9999.
+ */
+function expiryAfter(seconds: number, withExpiresAt: boolean, nowMs: number): string {
+  const path = 'body.expiresInSeconds';
+  if (withExpiresAt) throw validationFailed([{ path, message: 'give either expiresAt or expiresInSeconds, not both' }]);
+  const at = nowMs + seconds * 1000;
+  if (!(at <= LAST_STORABLE_MS)) {
+    const most = Math.floor((LAST_STORABLE_MS - nowMs) / 1000);
+    throw validationFailed([
+      { path, message: `must end by the year 9999: at most ${most} seconds from now, got ${describeValue(seconds)}` },
+    ]);
+  }
+  return new Date(at).toISOString();
+}
+
 export interface IssuedToken {
   token: ApiToken;
   /** The `drv_...` secret: returned once to the issuer, never stored. */
@@ -100,6 +118,8 @@ export interface IssueRequest extends RateLimitInput {
   name: string;
   scopes: GrantInput[];
   expiresAt?: string | null;
+  /** Instead of `expiresAt`: how long after its issue the token expires, counted on the coordinator's clock. */
+  expiresInSeconds?: number;
 }
 
 export interface IssueFields {
@@ -129,7 +149,11 @@ export function parseIssueRequest(body: IssueRequest, nowMs: number): IssueField
   if (problem) problems.push({ path: 'body.name', message: problem });
   const scopes = attempt(() => parseScopes(body.scopes));
   const rateLimit = attempt(() => parseRateLimits(body));
-  const expiresAt = attempt(() => parseExpiry(body.expiresAt, nowMs));
+  const expiresAt = attempt(() =>
+    body.expiresInSeconds === undefined
+      ? parseExpiry(body.expiresAt, nowMs)
+      : expiryAfter(body.expiresInSeconds, body.expiresAt !== undefined, nowMs),
+  );
   if (problems.length > 0) throw validationFailed(problems);
   return { name: body.name.trim(), scopes: scopes!, rateLimit: rateLimit!, expiresAt: expiresAt ?? null };
 }

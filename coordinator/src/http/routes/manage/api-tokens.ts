@@ -65,6 +65,12 @@ const IssueBody = {
       maxLength: 64,
       description: 'future; null or omitted: never',
     },
+    expiresInSeconds: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        "instead of expiresAt: the token expires this many seconds after it is issued, on the coordinator's clock",
+    },
   },
 } as const;
 
