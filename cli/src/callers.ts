@@ -3,7 +3,7 @@ import { Api } from './http/api.js';
 import { warnPlainHttp } from './http/plain-http.js';
 import type { Runtime } from './runtime.js';
 import { resolveOrgId } from './session/org.js';
-import { readSession, type StoredSession } from './session/store.js';
+import { readSession, sessionExpired, type StoredSession } from './session/store.js';
 import type { Settings } from './settings.js';
 
 /**
@@ -50,8 +50,7 @@ export function optionalSessionCaller(settings: Settings, rt: Runtime): SessionC
       `the session is for ${session.url}, not ${settings.url}: sign in there with \`drover login --url ${settings.url}\``,
     );
   }
-  const expires = Date.parse(session.expiresAt);
-  if (Number.isFinite(expires) && expires <= Date.now()) {
+  if (sessionExpired(session)) {
     throw new CliError(
       `the session of ${session.email} on ${session.url} expired at ${session.expiresAt}; sign in again with \`drover login\``,
     );

@@ -69,6 +69,8 @@ describe('drover login --browser', () => {
       expiresAt: SIGNED_IN.expiresAt,
       email: 'ops@example.com',
       userId: SIGNED_IN.user.id,
+      // The coordinator's clock minus this machine's, from the answer's Date header (the same clock here).
+      clockOffsetMs: expect.any(Number),
     });
   });
 });

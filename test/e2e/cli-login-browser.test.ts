@@ -115,7 +115,7 @@ describe.concurrent('drover login --browser', () => {
     expect(end.stderr.endsWith(`The session is kept in ${file}\n`)).toBe(true);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     const session = JSON.parse(fs.readFileSync(file, 'utf8'));
-    expect(Object.keys(session).sort()).toEqual(['email', 'expiresAt', 'token', 'url', 'userId']);
+    expect(Object.keys(session).sort()).toEqual(['clockOffsetMs', 'email', 'expiresAt', 'token', 'url', 'userId']);
     expect(session).toMatchObject({ url: t.url, email: OWNER_EMAIL });
     expect(session.token, 'a session of its own, not the approving one').not.toBe(approver.token);
 

@@ -3,7 +3,7 @@ import { pause } from '@drover/agent/client';
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { ApiError, CliError, Interrupted } from '../errors.js';
-import { Api, type ApiAnswer } from '../http/api.js';
+import { Api, clockOffsetOf, type ApiAnswer } from '../http/api.js';
 import { warnPlainHttp } from '../http/plain-http.js';
 import type { Runtime } from '../runtime.js';
 import type { Org } from '../session/org.js';
@@ -51,19 +51,40 @@ export function configureLoginCommand(program: Command, rt: Runtime): void {
       const settings = loadSettings(command.optsWithGlobals(), rt);
       const url = settings.url ?? readSession(settings.configDir)?.url ?? null;
       if (url === null) throw new CliError('no coordinator URL: pass --url or set DROVER_URL');
-      const answer = flags.browser ? await signInInBrowser(rt, url) : await signInWithPassword(rt, url, flags);
-      await keepSession(rt, settings.configDir, url, answer);
+      const signedIn = flags.browser ? await signInInBrowser(rt, url) : await signInWithPassword(rt, url, flags);
+      await keepSession(rt, settings.configDir, url, signedIn);
     });
 }
 
+/** A sign-in's answer, with the coordinator's clock minus this machine's as that answer showed it. */
+interface SignedIn {
+  answer: LoginAnswer;
+  clockOffsetMs: number | undefined;
+}
+
+/** `call`, with the clock offset its answer's `Date` header shows. */
+async function timedCall<T>(
+  api: Api,
+  path: string,
+  body: unknown,
+): Promise<{ answer: ApiAnswer<T>; clockOffsetMs: number | undefined }> {
+  const sentAt = Date.now();
+  const answer = await api.call<T>('POST', path, { body });
+  return { answer, clockOffsetMs: clockOffsetOf(answer.headers, sentAt, Date.now()) };
+}
+
 /** `POST /v1/auth/login` with the email and password; passwords turned off is an error naming `--browser`. */
-async function signInWithPassword(rt: Runtime, url: string, flags: LoginFlags): Promise<LoginAnswer> {
+async function signInWithPassword(rt: Runtime, url: string, flags: LoginFlags): Promise<SignedIn> {
   const email = (flags.email ?? rt.env.DROVER_EMAIL ?? '').trim();
   if (email === '') throw new CliError('no email: pass --email or set DROVER_EMAIL (or sign in with --browser)');
   const password = await passwordOf(rt, flags);
   warnPlainHttp(rt, url, 'the password');
   try {
-    return await new Api(url, null, rt.signal).post<LoginAnswer>('/auth/login', { email, password });
+    const { answer, clockOffsetMs } = await timedCall<LoginAnswer>(new Api(url, null, rt.signal), '/auth/login', {
+      email,
+      password,
+    });
+    return { answer: answer.body, clockOffsetMs };
   } catch (error) {
     if (error instanceof ApiError && error.code === 'password_sign_in_off') {
       throw new CliError(
@@ -80,7 +101,7 @@ async function signInWithPassword(rt: Runtime, url: string, flags: LoginFlags): 
  * is then a session of theirs, as a password sign-in gives), denies it, or it expires. Ctrl-C
  * (`rt.signal`) ends the wait.
  */
-async function signInInBrowser(rt: Runtime, url: string): Promise<LoginAnswer> {
+async function signInInBrowser(rt: Runtime, url: string): Promise<SignedIn> {
   const api = new Api(url, null, rt.signal);
   const start = await api.post<DeviceStart>('/auth/device', { client: `drover ${CLI_VERSION} on ${os.hostname()}` });
   rt.err(
@@ -98,10 +119,11 @@ async function signInInBrowser(rt: Runtime, url: string): Promise<LoginAnswer> {
       throw new Interrupted();
     }
     let answer: ApiAnswer<LoginAnswer | DevicePending>;
+    let clockOffsetMs: number | undefined;
     try {
-      answer = await api.call<LoginAnswer | DevicePending>('POST', '/auth/device/token', {
-        body: { deviceCode: start.deviceCode },
-      });
+      ({ answer, clockOffsetMs } = await timedCall<LoginAnswer | DevicePending>(api, '/auth/device/token', {
+        deviceCode: start.deviceCode,
+      }));
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       if (error.status === 429) {
@@ -113,7 +135,7 @@ async function signInInBrowser(rt: Runtime, url: string): Promise<LoginAnswer> {
       if (error.status === 410) throw new CliError('no approval within 10 minutes: run `drover login --browser` again');
       throw error;
     }
-    if (answer.status === 200) return answer.body as LoginAnswer;
+    if (answer.status === 200) return { answer: answer.body as LoginAnswer, clockOffsetMs };
     interval = seconds((answer.body as DevicePending).interval);
     wait = interval;
   }
@@ -128,13 +150,15 @@ function seconds(value: unknown): number {
  * Keeps a session however it was signed in (the same file and fields), then says as whom, until
  * when, and in which organizations.
  */
-async function keepSession(rt: Runtime, configDir: string, url: string, answer: LoginAnswer): Promise<void> {
+async function keepSession(rt: Runtime, configDir: string, url: string, signedIn: SignedIn): Promise<void> {
+  const { answer, clockOffsetMs } = signedIn;
   const file = writeSession(configDir, {
     url,
     token: answer.token,
     expiresAt: answer.expiresAt,
     email: answer.user.email,
     userId: answer.user.id,
+    ...(clockOffsetMs === undefined ? {} : { clockOffsetMs }),
   });
   const orgs = await new Api(url, answer.token, rt.signal).get<Org[]>('/orgs');
   const names = orgs.map((o) => `${o.name} (${o.role})`).join(', ') || 'none yet';

@@ -3,7 +3,7 @@ import { ApiError, CliError, Interrupted } from '../errors.js';
 import { Api } from '../http/api.js';
 import { warnPlainHttp } from '../http/plain-http.js';
 import type { Runtime } from '../runtime.js';
-import { deleteSession, readSession } from '../session/store.js';
+import { deleteSession, readSession, sessionExpired } from '../session/store.js';
 import { configDir } from '../settings.js';
 
 export function configureLogoutCommand(program: Command, rt: Runtime): void {
@@ -49,8 +49,7 @@ export function configureLogoutCommand(program: Command, rt: Runtime): void {
         } catch (error) {
           if (!(error instanceof CliError) || error instanceof Interrupted) throw error;
           // A 401, or a session past its expiry: it already ended there; only the file is left to delete.
-          const ended =
-            (error instanceof ApiError && error.status === 401) || Date.parse(session.expiresAt) <= Date.now();
+          const ended = (error instanceof ApiError && error.status === 401) || sessionExpired(session);
           if (!ended) {
             if (!flags.force) {
               throw new CliError(

@@ -21,6 +21,17 @@ export interface ApiAnswer<T> {
   body: T;
 }
 
+/**
+ * The answering server's clock minus this machine's, in ms, from an answer's `Date` header (whole
+ * seconds, so its middle) against the middle of the call (`sentAt` to `receivedAt`, this machine's
+ * ms); undefined without a readable header.
+ */
+export function clockOffsetOf(headers: IncomingHttpHeaders, sentAt: number, receivedAt: number): number | undefined {
+  const server = Date.parse(headers.date ?? '');
+  if (!Number.isFinite(server)) return undefined;
+  return Math.round(server + 500 - (sentAt + receivedAt) / 2);
+}
+
 export interface CallOptions {
   body?: unknown;
   query?: Record<string, string | number | boolean | undefined>;

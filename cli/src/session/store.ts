@@ -11,6 +11,21 @@ export interface StoredSession {
   expiresAt: string;
   email: string;
   userId: string;
+  /**
+   * The coordinator's clock minus this machine's when the session was opened (ms; from the answer's
+   * `Date` header): `expiresAt` is a time of the coordinator's clock. Absent in older files: 0.
+   */
+  clockOffsetMs?: number;
+}
+
+/**
+ * Whether the session is past its `expiresAt` on the coordinator's clock as this machine knew it
+ * when the session was opened: a machine whose clock is hours ahead would otherwise call a session
+ * the coordinator still takes expired.
+ */
+export function sessionExpired(session: StoredSession, now = Date.now()): boolean {
+  const expires = Date.parse(session.expiresAt);
+  return Number.isFinite(expires) && expires <= now + (session.clockOffsetMs ?? 0);
 }
 
 export const SESSION_FILE = 'session.json';
@@ -38,6 +53,7 @@ export function readSession(configDir: string): StoredSession | null {
   if (!s || typeof s !== 'object' || !fields.every((f) => typeof s[f] === 'string')) {
     throw new CliError(`${file} is not a drover session; run \`drover logout\` and sign in again`);
   }
+  if (s.clockOffsetMs !== undefined && !Number.isFinite(s.clockOffsetMs)) delete s.clockOffsetMs;
   return s as StoredSession;
 }
 
