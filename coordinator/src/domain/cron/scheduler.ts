@@ -90,8 +90,12 @@ interface Entry {
   handledUntil: number;
   /** The first occurrence after `handledUntil`: when the entry is due. */
   dueAt: number;
-  /** How occurrences found late are recorded: `missed`, or `disabled` after the trigger was enabled. */
-  lateReason: SkipReason;
+  /**
+   * Occurrences found late at or before this instant passed while the trigger was disabled (it was
+   * enabled again then) and are recorded `disabled`; later ones are `missed` (a coordinator down,
+   * a tick late: a trigger just created whose first occurrence is handled late is not one disabled).
+   */
+  disabledUntil: number;
   /** Firings that failed in a row (retryLater's pause grows with them). */
   failures: number;
 }
@@ -274,7 +278,7 @@ export class CronScheduler {
       schedule,
       handledUntil,
       dueAt,
-      lateReason,
+      disabledUntil: lateReason === 'disabled' ? this.deps.clock.now() : Number.NEGATIVE_INFINITY,
       failures: 0,
     };
     this.entries.set(trigger.id, entry);
@@ -348,11 +352,12 @@ export class CronScheduler {
     // Each of the newest MAX_MISSED_RECORDS gets a record; the older ones share one (below).
     const skippedAt = due.slice(fire === null ? 0 : 1, MAX_MISSED_RECORDS);
     const recordedAt = isoAt(now);
+    const reasonAt = (at: number): SkipReason => (at <= entry.disabledUntil ? 'disabled' : 'missed');
     const skipped: SkippedOccurrence[] = skippedAt.map((at) => ({
       triggerId: entry.triggerId,
       orgId: entry.orgId,
       scheduledAt: isoAt(at),
-      reason: entry.lateReason,
+      reason: reasonAt(at),
       firstScheduledAt: null,
       recordedAt,
     }));
@@ -364,13 +369,13 @@ export class CronScheduler {
         triggerId: entry.triggerId,
         orgId: entry.orgId,
         scheduledAt: isoAt(rangeEnd),
-        reason: entry.lateReason,
+        reason: reasonAt(rangeEnd),
         firstScheduledAt: rangeStart < rangeEnd ? isoAt(rangeStart) : null,
         recordedAt,
       });
     }
     entry.handledUntil = Math.max(newest, entry.handledUntil);
-    entry.lateReason = 'missed';
+    entry.disabledUntil = Number.NEGATIVE_INFINITY;
     const next = schedule.next(Math.max(now, newest));
     if (next === null) {
       this.entries.delete(entry.triggerId);

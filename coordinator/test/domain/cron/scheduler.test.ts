@@ -239,6 +239,20 @@ describe('cron scheduler', () => {
       ]);
     });
 
+    it('records the late first occurrence of a trigger just created missed, not disabled', async () => {
+      const time = new ManualTime('2030-01-07T10:00:30.000Z');
+      const w = await world(time);
+      const id = await w.cron({ cronExpression: '0 * * * *' });
+      // The wall clock steps forward an hour while the coordinator runs (a suspended VM resumed,
+      // an NTP step): 11:00 is handled at its next wake, more than a minute late.
+      await time.stepTo('2030-01-07T11:01:20.000Z');
+      await time.advanceTo('2030-01-07T11:02:30.000Z');
+      expect(await w.jobs(id)).toEqual([]);
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.outcome, o.reason])).toEqual([
+        ['2030-01-07T11:00:00.000Z', 'skipped', 'missed'],
+      ]);
+    });
+
     it('run_once: an occurrence older than the catch-up window is skipped, not fired', async () => {
       const time = new ManualTime('2030-01-07T01:00:00.000Z');
       const first = await world(time);
