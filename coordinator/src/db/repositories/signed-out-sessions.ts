@@ -9,9 +9,9 @@ const HAS = query<{ one: number }, [string]>('SELECT 1 AS one FROM signed_out_se
 
 export function createSignedOutSessionRepository(db: Database): SignedOutSessionRepository {
   return {
-    async add(sessionId, expiresAt, now) {
+    async add(sessionId, expiresAt, forgetBefore) {
       await db.transaction(function* () {
-        yield* run(FORGET, [now]);
+        yield* run(FORGET, [forgetBefore]);
         yield* run(INSERT, [sessionId, expiresAt]);
       });
     },

@@ -24,6 +24,14 @@ interface DecodedSession extends SessionClaims {
   generation: number;
 }
 
+/**
+ * How long a signed-out session is remembered past its expiry: the pruning coordinator's clock may
+ * be ahead of the one a request meets (a clock fast for a while, then corrected; another
+ * coordinator on the database a few hours off), and a session forgotten before every clock has
+ * passed its expiry would be accepted again.
+ */
+export const SIGNED_OUT_KEPT_PAST_EXPIRY_MS = 7 * 24 * 3_600_000;
+
 const ISSUER = 'drover-coordinator';
 const AUDIENCE = 'drover-dashboard';
 
@@ -100,7 +108,10 @@ export class SessionService {
   /** Ends the session of `token` for good; a token that is not a valid session changes nothing. */
   async signOut(token: string): Promise<void> {
     const claims = await this.verify(token);
-    if (claims) await this.signedOut.add(claims.sessionId, claims.expiresAt, isoAt(this.clock.now()));
+    if (claims) {
+      const forgetBefore = isoAt(this.clock.now() - SIGNED_OUT_KEPT_PAST_EXPIRY_MS);
+      await this.signedOut.add(claims.sessionId, claims.expiresAt, forgetBefore);
+    }
   }
 
   /**
