@@ -24,6 +24,8 @@ interface Record {
   locks: number;
   lastFailureAt: number;
   lockedUntil: number;
+  /** The length of the last lock (ms). */
+  lockMs: number;
 }
 
 export interface FailureOutcome {
@@ -49,7 +51,7 @@ export class AttemptThrottle {
 
   fail(key: string): FailureOutcome {
     const now = this.clock.now();
-    const record = this.current(key) ?? { failures: 0, locks: 0, lastFailureAt: now, lockedUntil: 0 };
+    const record = this.current(key) ?? { failures: 0, locks: 0, lastFailureAt: now, lockedUntil: 0, lockMs: 0 };
     record.failures += 1;
     record.lastFailureAt = now;
     let lockedUntil: number | null = null;
@@ -57,6 +59,7 @@ export class AttemptThrottle {
       const lockMs = Math.min(this.policy.maxLockMs, this.policy.baseLockMs * 2 ** Math.min(record.locks, 40));
       record.locks += 1;
       record.lockedUntil = now + lockMs;
+      record.lockMs = lockMs;
       lockedUntil = record.lockedUntil;
     }
     this.records.delete(key);
@@ -80,7 +83,15 @@ export class AttemptThrottle {
 
   private current(key: string): Record | undefined {
     const record = this.records.get(key);
-    if (record && this.clock.now() - record.lastFailureAt >= this.policy.forgetAfterMs) {
+    const now = this.clock.now();
+    if (record && record.lockedUntil - now > record.lockMs) {
+      // The wall clock went back (a clock fast, then corrected by NTP): a lock ends no later than its
+      // length from now, not when the clock reaches the instant it was set to end at (a day away for
+      // a clock a day fast), and the failures count from now.
+      record.lockedUntil = now + record.lockMs;
+      record.lastFailureAt = Math.min(record.lastFailureAt, now);
+    }
+    if (record && now - record.lastFailureAt >= this.policy.forgetAfterMs) {
       this.records.delete(key);
       return undefined;
     }

@@ -32,6 +32,20 @@ describe('AttemptThrottle', () => {
     expect(locks).toEqual([1_000, 2_000, 4_000, 8_000, 8_000, 8_000]);
   });
 
+  it('ends a lock its length after the clock went back, not when the clock reaches its old end', () => {
+    const { clock, throttle } = setup();
+    for (let i = 0; i < 4; i++) throttle.fail('a');
+    expect(throttle.waitMs('a')).toBe(1_000);
+    // A clock a day fast, corrected by NTP while the key is locked.
+    clock.t -= 86_400_000;
+    expect(throttle.waitMs('a')).toBe(1_000);
+    clock.t += 1_000;
+    expect(throttle.waitMs('a')).toBe(0);
+    // Its failures count from the corrected time: forgotten a minute without a failure later.
+    clock.t += 60_000;
+    expect(throttle.fail('a').failures).toBe(1);
+  });
+
   it('does not lengthen a lock for failures of attempts already under way', () => {
     const { clock, throttle } = setup();
     for (let i = 0; i < 3; i++) throttle.fail('a');
