@@ -300,4 +300,27 @@ describe('Discord chat triggers', () => {
     expect(await jobs()).toHaveLength(before + 1);
     expect(postedToChannel().filter((m) => m.message_reference?.message_id === fromWebhook.id)).toEqual([]);
   });
+
+  it("runs /drover typed in a thread as its channel's command, as Slack's threads are their channel's", async () => {
+    const inThread = {
+      ...command('backup target=db keep=3'),
+      channel_id: '1180000000000009999',
+      channel: { id: '1180000000000009999', type: 11, parent_id: CHANNEL, name: 'ops thread' },
+    };
+    const res = await send(inThread);
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { data: { content: string } };
+    const [job] = await jobs();
+    expect(answer.data.content).toContain(`Started job #${job!.number}`);
+    rig.jobIds.push(job!.id);
+    // A thread of another channel finds no trigger.
+    const elsewhere = {
+      ...command('backup target=db keep=3'),
+      channel_id: '1180000000000009998',
+      channel: { id: '1180000000000009998', type: 11, parent_id: '1180000000000000777', name: 'other' },
+    };
+    expect(((await (await send(elsewhere)).json()) as { data: { content: string } }).data.content).toContain(
+      'No Drover trigger listens in this channel',
+    );
+  });
 });

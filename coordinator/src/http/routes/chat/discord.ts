@@ -107,7 +107,11 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
       const member = objectOf(interaction.member);
       const user = objectOf(member?.user) ?? objectOf(interaction.user);
       const guildId = stringOf(interaction.guild_id);
-      const channelId = stringOf(interaction.channel_id) ?? stringOf(objectOf(interaction.channel)?.id);
+      // A thread's command is its channel's, as Slack's threads are their channel's: the partial
+      // channel of an interaction in a thread carries the channel it belongs to (`parent_id`).
+      const channel = objectOf(interaction.channel);
+      const parentId = THREAD_TYPES.has(Number(channel?.type)) ? stringOf(channel?.parent_id) : undefined;
+      const channelId = parentId ?? stringOf(interaction.channel_id) ?? stringOf(channel?.id);
       const userId = stringOf(user?.id);
       if (!guildId || !channelId || !userId) {
         return ephemeral('Drover answers `/drover` in the channels of a server, not in direct messages.');
@@ -127,6 +131,9 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 }
+
+/** Discord's channel types of threads: announcement, public and private threads. */
+const THREAD_TYPES = new Set([10, 11, 12]);
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
