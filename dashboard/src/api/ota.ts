@@ -78,7 +78,8 @@ export const devicePagesQuery = (orgId: string, appId: string, filters: DeviceFi
     queryKey: ['orgs', orgId, 'apps', appId, 'devices', { pages: filters }],
     queryFn: ({ pageParam }) => {
       const query = new URLSearchParams({ limit: String(DEVICE_PAGE) });
-      if (filters.q) query.set('q', nameText(filters.q));
+      const q = filters.q?.trim();
+      if (q) query.set('q', nameText(q));
       if (filters.state) query.set('state', filters.state);
       if (pageParam) query.set('cursor', pageParam);
       return apiPage<Binding>(apiPath`/orgs/${orgId}/apps/${appId}/devices?${query}`);

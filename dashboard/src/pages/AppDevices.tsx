@@ -73,7 +73,7 @@ export function AppDevices(props: { orgId: string; app: App; counts?: DeviceCoun
     ),
   );
   const nameOf = (id: string) => names.data?.get(id) ?? shortId(id);
-  const filtered = Boolean(filters.q || filters.state);
+  const filtered = Boolean(filters.q?.trim() || filters.state);
   return (
     <section aria-labelledby="devices-heading">
       <h2 id="devices-heading">Devices</h2>
