@@ -2,6 +2,7 @@ import type { Requirement } from '@drover/shared';
 import type { AgentRepository } from '../model/agents.js';
 import type { Workflow, WorkflowRepository } from '../model/workflows.js';
 import { selectAgents } from '../agents/agent-labels.js';
+import { byteOrder } from '../../util/byte-order.js';
 
 /**
  * What a label selector trigger would run on if called now (docs/fleets.md, "Selectors"): the
@@ -28,8 +29,6 @@ export interface SelectorMatches {
   /** `workflowName` as they report it: one of each distinct params schema. */
   versions: Workflow[];
 }
-
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 export async function selectorMatches(
   repos: { agents: Pick<AgentRepository, 'listByOrg'>; workflows: Pick<WorkflowRepository, 'listByOrg'> },

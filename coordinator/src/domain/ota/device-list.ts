@@ -6,6 +6,7 @@ import type { OtaContext } from './context.js';
 import { desiredState } from './desired-state.js';
 import { planDeviceGroup } from './device-group-rule.js';
 import { installationRef, type BindingView } from './views.js';
+import { byteOrder } from '../../util/byte-order.js';
 
 /**
  * An application's devices a page at a time, what they add up to, and what a device group would
@@ -173,5 +174,3 @@ export async function previewDeviceGroup(
     .slice(0, PREVIEW_NAMES);
   return { matching: plan.matching, names, toBind: plan.bind.length, toRemove: plan.unbind.length };
 }
-
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
