@@ -443,6 +443,8 @@ describe('Slack chat triggers', () => {
         channel: CHANNEL,
         text: '<@U0DROVERBOT> greet name="R&amp;D &lt;ops&gt; <https://example.com/?a=1&amp;b=2>"',
         ts: '3.1',
+        // Written in a thread: its answer is shown there.
+        thread_ts: '3.0',
       },
     });
     const ack = await post('events', mention, { 'content-type': 'application/json', ...slackSignedHeaders(mention) });
@@ -461,6 +463,16 @@ describe('Slack chat triggers', () => {
       );
       expect(done.params).toEqual({ name: typed, times: 1, loud: false });
     }
+    const answer = await eventually(
+      async () => slack.received('POST', '/api/chat.postEphemeral').find((r) => r.body.thread_ts === '3.0'),
+      10_000,
+      'the answer to the mention in its thread',
+    );
+    expect(answer.body).toMatchObject({
+      channel: CHANNEL,
+      user: 'U0BOB',
+      text: expect.stringMatching(/^Started job #\d+/),
+    });
   });
 
   it('starts a run for an agent that is not connected, and says the job waits for it', async () => {

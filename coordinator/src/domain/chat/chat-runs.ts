@@ -34,6 +34,11 @@ export interface ChatCommandInput extends ChatOrigin {
    * seen before answers its first job again instead of starting a second (the run's idempotency key).
    */
   deliveryId: string | null;
+  /**
+   * The thread the command was written in, when it was (Slack's `thread_ts` of a mention in a
+   * thread): its answer is shown there, not in the channel's view.
+   */
+  threadId?: string | null;
 }
 
 /** What to tell the person who wrote the command, at once and only to them (ephemeral). */
@@ -99,7 +104,7 @@ export class ChatRunService {
     if (!integration) return; // Nobody to post as: the workspace is not connected.
     const target: OutboxTarget =
       provider === 'slack'
-        ? { type: 'ephemeral', teamId, channelId, userId }
+        ? { type: 'ephemeral', teamId, channelId, userId, ...(input.threadId ? { threadId: input.threadId } : {}) }
         : { type: 'reply', teamId, channelId, userId, messageId: input.messageId ?? null, broadcast: false };
     await repos.chatOutbox.enqueue({
       orgId: integration.orgId,

@@ -33,6 +33,8 @@ export interface EphemeralTarget {
   teamId: string;
   channelId: string;
   userId: string;
+  /** The thread it is shown in (a mention written in a thread); absent: the channel. */
+  threadId?: string;
 }
 
 export type OutboxTarget = ChannelTarget | ReplyTarget | EphemeralTarget;

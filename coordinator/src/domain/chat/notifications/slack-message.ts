@@ -149,7 +149,10 @@ export type SlackPost =
         unfurl_media: false;
       };
     }
-  | { method: 'chat.postEphemeral'; args: { channel: string; user: string; text: string; blocks?: SlackBlock[] } };
+  | {
+      method: 'chat.postEphemeral';
+      args: { channel: string; user: string; text: string; blocks?: SlackBlock[]; thread_ts?: string };
+    };
 
 /**
  * How an outbox message goes to Slack (pure): a job's outcome as blocks, a mention's answer as
@@ -167,7 +170,15 @@ export function slackPost(payload: OutboxPayload, target: OutboxTarget, publicUr
     case 'channel':
       return { method: 'chat.postMessage', args: { channel: target.channelId, ...content, ...unfurl } };
     case 'ephemeral':
-      return { method: 'chat.postEphemeral', args: { channel: target.channelId, user: target.userId, ...content } };
+      return {
+        method: 'chat.postEphemeral',
+        args: {
+          channel: target.channelId,
+          user: target.userId,
+          ...content,
+          ...(target.threadId ? { thread_ts: target.threadId } : {}),
+        },
+      };
     case 'reply': {
       const mention = `<@${target.userId}>`;
       const blocks = content.blocks && [

@@ -138,6 +138,8 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
         messageId: stringOf(event.thread_ts) ?? stringOf(event.ts) ?? null,
         // Slack retries an event it thinks went unanswered: the same event id, one job, one answer.
         deliveryId: stringOf(payload.event_id) ?? null,
+        // A mention written in a thread is answered there.
+        threadId: stringOf(event.thread_ts) ?? null,
       };
       const answer = await app.ctx.chatRuns.run(input);
       // Queued, not posted here: Slack wants this request answered within three seconds.
