@@ -1,7 +1,7 @@
-import { useQuery, type QueryKey, type UseQueryOptions } from '@tanstack/react-query';
-import { useId, useState, type ReactNode } from 'react';
-import type { Page } from '../api/client';
+import type { QueryKey } from '@tanstack/react-query';
+import { useId, type ReactNode } from 'react';
 import { ErrorMessage } from './ErrorMessage';
+import { moreMatch, useNameSearch, type NameSearch } from './name-search';
 
 /** What a list of choices says of the things it offers: "Find agents by name", "agent", … */
 export interface ChoiceWords {
@@ -21,8 +21,7 @@ export interface ChoiceWords {
  * first, ticked, so that they can be seen and unticked.
  */
 export function SearchChoices<T extends { id: string; name: string }, K extends QueryKey>(props: {
-  /** The query of the items whose name holds the text (every item when it is empty), a page. */
-  search: (text: string) => UseQueryOptions<Page<T>, Error, Page<T>, K>;
+  search: NameSearch<T, K>;
   words: ChoiceWords;
   chosen: readonly T[];
   onToggle: (item: T, on: boolean) => void;
@@ -38,14 +37,11 @@ export function SearchChoices<T extends { id: string; name: string }, K extends 
   noneOffered?: string;
 }) {
   const { chosen, words, offered, describe } = props;
-  const [text, setText] = useState('');
+  const { text, setText, found, items: all, more } = useNameSearch(props.search);
   const id = useId();
-  const found = useQuery(props.search(text.trim()));
-  const all = found.data?.items ?? [];
   const chosenIds = new Set(chosen.map((item) => item.id));
   const offeredFound = offered ? all.filter(offered) : all;
   const items = offeredFound.filter((item) => !chosenIds.has(item.id));
-  const more = (found.data?.total ?? 0) - all.length;
   const box = (item: T, on: boolean) => (
     <label key={item.id} className="check">
       <input type="checkbox" checked={on} onChange={(e) => props.onToggle(item, e.target.checked)} />
@@ -74,8 +70,7 @@ export function SearchChoices<T extends { id: string; name: string }, K extends 
       <p className="hint" id={`${id}-found`} role="status">
         {found.data && all.length === 0 && (text.trim() === '' ? props.noneAtAll : props.noneFound(text.trim()))}
         {all.length > 0 && offeredFound.length === 0 && props.noneOffered && `${props.noneOffered} `}
-        {more > 0 &&
-          `${more === 1 ? `1 more ${words.one} matches` : `${more.toLocaleString('en-US')} more ${words.many} match`}: find ${more === 1 ? 'it' : 'them'} by name.`}
+        {more > 0 && `${moreMatch(more, words)}: find ${more === 1 ? 'it' : 'them'} by name.`}
       </p>
       <ErrorMessage error={found.error} />
     </>

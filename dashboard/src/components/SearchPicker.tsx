@@ -1,7 +1,7 @@
-import { useQuery, type QueryKey, type UseQueryOptions } from '@tanstack/react-query';
+import type { QueryKey } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { shortId } from '@drover/shared/short-id';
-import type { Page } from '../api/client';
+import { moreMatch, useNameSearch, type NameSearch } from './name-search';
 
 /** What a picker says of the things it offers: "agent", "Find an agent", … */
 export interface PickerWords {
@@ -22,8 +22,7 @@ export interface PickerWords {
  * `select` (a form's field), by the label the form gives that id.
  */
 export function SearchPicker<T extends { id: string; name: string }, K extends QueryKey>(props: {
-  /** The query of the items whose name holds the text (every item when it is empty), a page. */
-  search: (text: string) => UseQueryOptions<Page<T>, Error, Page<T>, K>;
+  search: NameSearch<T, K>;
   words: PickerWords;
   /** The chosen item's id, or '' for none. */
   value: string;
@@ -38,16 +37,13 @@ export function SearchPicker<T extends { id: string; name: string }, K extends Q
   select?: { id: string; 'aria-invalid'?: boolean; 'aria-describedby'?: string };
 }) {
   const { value, words } = props;
-  const [text, setText] = useState('');
+  const { text, setText, items: all, more } = useNameSearch(props.search);
   // The name of the item last chosen here: the page may not know it (a draft filter not applied
   // yet), and once the search moves on it is out of the items found.
   const [picked, setPicked] = useState<{ id: string; name: string } | null>(null);
   const id = useId();
-  const found = useQuery(props.search(text.trim()));
-  const all = found.data?.items ?? [];
   const offered = props.offered;
   const items = offered ? all.filter((item) => offered(item) || item.id === value) : all;
-  const more = (found.data?.total ?? 0) - all.length;
   const chosenOut = value !== '' && !items.some((item) => item.id === value);
   const choice = (
     <select
@@ -93,8 +89,7 @@ export function SearchPicker<T extends { id: string; name: string }, K extends Q
       </label>
       {more > 0 && (
         <span className="hint" id={`${id}-more`} role="status">
-          {more === 1 ? `1 more ${words.one} matches` : `${more.toLocaleString('en-US')} more ${words.many} match`}:
-          type more of the name.
+          {moreMatch(more, words)}: type more of the name.
         </span>
       )}
     </>

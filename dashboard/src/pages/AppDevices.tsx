@@ -26,6 +26,7 @@ import { SearchChoices, type ChoiceWords } from '../components/SearchChoices';
 import { counted } from '@drover/shared/counted';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { ChannelField } from '../components/ChannelField';
 import { JobNumber } from '../components/JobNumber';
 import { dateTime } from '../components/time';
 import { DeviceGroupForm } from './DeviceGroupForm';
@@ -405,17 +406,13 @@ function BindAgents(props: { orgId: string; app: App }) {
           />
           <FieldError errors={errors} field="agentIds" idPrefix="bind" />
         </fieldset>
-        <div className="field">
-          <label htmlFor={errors.props('channel').id}>Channel</label>
-          <input
-            {...errors.props('channel')}
-            value={channel}
-            onChange={(e) => setChannel(e.target.value)}
-            placeholder={app.defaultChannel}
-          />
-          <span className="hint">empty: the application&apos;s default ({app.defaultChannel})</span>
-          <FieldError errors={errors} field="channel" idPrefix="bind" />
-        </div>
+        <ChannelField
+          value={channel}
+          onChange={setChannel}
+          defaultChannel={app.defaultChannel}
+          errors={errors}
+          idPrefix="bind"
+        />
       </div>
       <button type="submit" disabled={bind.isPending || chosen.length === 0}>
         Bind {chosen.length === 1 ? '1 agent' : `${chosen.length} agents`}

@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { type ChangeEvent, type FormEvent, type ReactNode } from 'react';
+import { type FormEvent, type ReactNode } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
 import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
@@ -10,7 +10,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 
 import { NotFoundPage } from './NotFoundPage';
-import { useDraft } from './use-draft';
+import { FilterButtons, useFilterDraft } from './use-draft';
 import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
@@ -306,12 +306,8 @@ function AuditFiltersForm(props: {
   actorName: string | undefined;
 }) {
   const { filters } = props;
-  const [draft, setDraft] = useDraft(() => auditFields(filters), props.address);
+  const { draft, set, clear } = useFilterDraft(auditFields, filters, props.address, props.onApply);
   const { action, actorType, targetType, targetId, after, before } = draft;
-  const set = (field: keyof typeof draft) => (event: ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
-    const value = event.target.value;
-    setDraft((fields) => ({ ...fields, [field]: value }));
-  };
   const submit = (event: FormEvent) => {
     event.preventDefault();
     props.onApply({
@@ -381,17 +377,7 @@ function AuditFiltersForm(props: {
         Before
         <input type="datetime-local" value={before} onChange={set('before')} />
       </label>
-      <button type="submit">Filter</button>
-      <button
-        type="button"
-        onClick={() => {
-          // Emptied here too: with no filter applied the address does not change, nor would they.
-          setDraft(auditFields({}));
-          props.onApply({});
-        }}
-      >
-        Clear
-      </button>
+      <FilterButtons onClear={clear} />
     </form>
   );
 }

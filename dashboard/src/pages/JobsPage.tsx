@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { type ChangeEvent, type FormEvent } from 'react';
+import { type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { emailsOf, JOB_FILTER_KEYS, JOB_SOURCES, JOB_STATUSES, jobsQuery, membersQuery } from '../api/jobs';
 import { triggerNamesOf, triggerNamesQuery, type TriggerNames } from '../api/triggers';
@@ -15,7 +15,7 @@ import { TriggerPicker } from '../components/TriggerPicker';
 import { TriggerName } from '../components/TriggerName';
 import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
-import { useDraft } from './use-draft';
+import { FilterButtons, useFilterDraft } from './use-draft';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
@@ -149,12 +149,8 @@ function JobFiltersForm(props: {
   onApply: (filters: JobFilters) => void;
 }) {
   const { filters } = props;
-  const [draft, setDraft] = useDraft(() => jobFields(filters), props.address);
+  const { draft, setDraft, set, clear } = useFilterDraft(jobFields, filters, props.address, props.onApply);
   const { status, source, agentId, triggerId, after, before } = draft;
-  const set = (field: keyof typeof draft) => (event: ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
-    const value = event.target.value;
-    setDraft((fields) => ({ ...fields, [field]: value }));
-  };
   const submit = (event: FormEvent) => {
     event.preventDefault();
     props.onApply({
@@ -216,17 +212,7 @@ function JobFiltersForm(props: {
         Created before
         <input type="datetime-local" value={before} onChange={set('before')} />
       </label>
-      <button type="submit">Filter</button>
-      <button
-        type="button"
-        onClick={() => {
-          // Emptied here too: with no filter applied the address does not change, nor would they.
-          setDraft(jobFields({}));
-          props.onApply({});
-        }}
-      >
-        Clear
-      </button>
+      <FilterButtons onClear={clear} />
     </form>
   );
 }

@@ -5,6 +5,7 @@ import { useState, type FormEvent } from 'react';
 import { api, ApiError, apiPath } from '../api/client';
 import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Release } from '../api/ota';
 import { FieldError, fieldErrors, FormError, unreadableNumbers } from '../components/FieldErrors';
+import { ChannelField } from '../components/ChannelField';
 import { FileUpload } from '../components/FileUpload';
 import { shortId } from '@drover/shared/short-id';
 
@@ -83,17 +84,13 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
           <span className="hint">a label such as 1.4.0; releases are ordered by their sequence, not by it</span>
           <FieldError errors={errors} field="version" idPrefix="rel" />
         </div>
-        <div className="field">
-          <label htmlFor={errors.props('channel').id}>Channel</label>
-          <input
-            {...errors.props('channel')}
-            value={channel}
-            onChange={(e) => setChannel(e.target.value)}
-            placeholder={app.defaultChannel}
-          />
-          <span className="hint">empty: the application&apos;s default ({app.defaultChannel})</span>
-          <FieldError errors={errors} field="channel" idPrefix="rel" />
-        </div>
+        <ChannelField
+          value={channel}
+          onChange={setChannel}
+          defaultChannel={app.defaultChannel}
+          errors={errors}
+          idPrefix="rel"
+        />
         <div className="field">
           <label htmlFor={errors.props('updatePolicy').id}>Update policy</label>
           <select
