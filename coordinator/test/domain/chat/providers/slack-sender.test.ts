@@ -86,3 +86,47 @@ describe("SlackSender and the Web API client's own messages", () => {
     expect(JSON.stringify(lines)).not.toContain('xoxb-');
   });
 });
+
+/** Slack's Web API down for maintenance: a 503 that says when to come back (RFC 9110 §10.2.3). */
+describe('SlackSender and a 503 with Retry-After', () => {
+  let retryAfter = '120';
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(503, { 'retry-after': retryAfter, 'content-type': 'text/plain' });
+      res.end('down for maintenance');
+    });
+  });
+  let apiUrl = '';
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const send = () =>
+    new SlackSender(
+      {
+        clientId: '1111.2222',
+        clientSecret: 'secret',
+        signingSecret: 'signing-secret',
+        apiUrl,
+        authorizeUrl: 'https://slack.example/oauth/v2/authorize',
+      },
+      pino({ level: 'silent' }),
+    ).send({
+      target: { type: 'channel', teamId: 'T0DROVER1', channelId: 'C0DEPLOYS' },
+      payload: { kind: 'chat_answer', text: 'hello' },
+      token: 'xoxb-test-bot-token',
+      publicUrl: 'https://drover.example.com',
+    });
+
+  it('is retried after the wait it asks for; `Retry-After: 0` leaves the wait to the outbox', async () => {
+    await expect(send()).rejects.toMatchObject({ retry: 'later', retryAfterMs: 120_000 });
+    retryAfter = '0';
+    await expect(send()).rejects.toMatchObject({ retry: 'later', retryAfterMs: null });
+  });
+});

@@ -4,6 +4,7 @@ import {
   type ChatPostMessageArguments,
   type WebAPICallError,
 } from '@slack/web-api';
+import { retryAfterMs } from '@drover/shared';
 import type { SlackConfig } from '../../../../config/chat-config.js';
 import { slackPost } from '../../notifications/slack-message.js';
 import { DeliveryFailure, type ChatDelivery, type ChatSender } from '../../notifications/sender.js';
@@ -41,7 +42,13 @@ export function slackDeliveryFailure(error: unknown): DeliveryFailure {
       return new DeliveryFailure(`Slack answered: ${reason}`, TRANSIENT.has(reason) ? 'later' : 'never');
     }
     case ErrorCode.HTTPError:
-      return new DeliveryFailure(`Slack answered HTTP ${e.statusCode} ${e.statusMessage}`.trim(), 'later');
+      // A 503 of an outage may say when to come back: that wait, not the outbox's own backoff
+      // (which stands in for `Retry-After: 0`, lest the outbox try again at once, over and over).
+      return new DeliveryFailure(
+        `Slack answered HTTP ${e.statusCode} ${e.statusMessage}`.trim(),
+        'later',
+        retryAfterMs(e.headers['retry-after']) || null,
+      );
     case ErrorCode.RequestError:
       return new DeliveryFailure(`Slack could not be reached: ${e.original?.message ?? e.message}`, 'later');
     default:
