@@ -301,6 +301,50 @@ describe('Discord chat triggers', () => {
     expect(postedToChannel().filter((m) => m.message_reference?.message_id === fromWebhook.id)).toEqual([]);
   });
 
+  it("runs a mention written in a thread as its channel's command and answers in the thread", async () => {
+    const thread = '1180000000000009997';
+    discord.threads.set(thread, CHANNEL);
+    const inThread = () =>
+      discord.received('POST', `/api/v10/channels/${thread}/messages`).map((r) => r.body as Record<string, any>);
+    const message = {
+      id: '1180000000000042101',
+      channel_id: thread,
+      guild_id: DISCORD_GUILD.id,
+      author: { id: '1180000000000000654', username: 'linus', global_name: 'Linus', discriminator: '0', avatar: null },
+      member: { nick: 'linus-ops', roles: [] },
+      content: `<@${DISCORD_APP_ID}> backup target=files`,
+      mentions: [{ id: DISCORD_APP_ID, username: 'drover', bot: true }],
+      type: 0,
+      timestamp: new Date().toISOString(),
+      tts: false,
+      mention_everyone: false,
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+    };
+    const before = (await jobs()).length;
+    discord.dispatchMessage(message);
+    const answer = await eventually(
+      async () => inThread().find((m) => m.content.startsWith('Started job')),
+      10_000,
+      'the answer in the thread',
+    );
+    const [job] = await jobs();
+    expect((await jobs()).length).toBe(before + 1);
+    rig.jobIds.push(job!.id);
+    expect(answer.message_reference).toEqual({ message_id: message.id, fail_if_not_exists: false });
+    const outcome = await eventually(
+      async () => inThread().find((m) => m.content.includes(`job #${job!.number} Backups \\*nightly\\*: SUCCESS`)),
+      30_000,
+      'the outcome in the thread',
+    );
+    expect(outcome.message_reference).toEqual({ message_id: message.id, fail_if_not_exists: false });
+    expect((await rig.t.owner.get(`/jobs/${job!.id}`)).body.chatOrigin).toMatchObject({ channelId: thread });
+    // Nothing of it went to the channel itself.
+    expect(postedToChannel().filter((m) => m.message_reference?.message_id === message.id)).toEqual([]);
+  });
+
   it("runs /drover typed in a thread as its channel's command, as Slack's threads are their channel's", async () => {
     const inThread = {
       ...command('backup target=db keep=3'),

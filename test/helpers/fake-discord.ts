@@ -63,6 +63,19 @@ export class FakeDiscord extends FakeProviderServer {
       }
       return { body: (body as object[]).map((c, i) => ({ id: `11800000000000100${i}`, ...c })) };
     });
+    // https://discord.com/developers/docs/resources/channel#get-channel: a thread (type 11, with
+    // its parent) among `threads`, any other id a guild text channel (type 0).
+    this.route('GET', '/api/v10/channels/:channel', ({ headers, path }) => {
+      if (!botOnly(headers)) return { status: 401, body: { message: '401: Unauthorized', code: 0 } };
+      const id = path.split('/')[4] ?? '';
+      const parent = this.threads.get(id);
+      return {
+        body:
+          parent === undefined
+            ? { id, type: 0, guild_id: DISCORD_GUILD.id, name: 'general' }
+            : { id, type: 11, guild_id: DISCORD_GUILD.id, parent_id: parent, name: 'a thread' },
+      };
+    });
     // https://discord.com/developers/docs/resources/message#create-message: replies to mentions
     // and notifications.
     this.route('POST', '/api/v10/channels/:channel/messages', ({ headers, body, path }) => {
@@ -81,6 +94,9 @@ export class FakeDiscord extends FakeProviderServer {
       return { body: message };
     });
   }
+
+  /** Thread id → the channel it belongs to: what `GET /channels/:id` answers as threads. */
+  readonly threads = new Map<string, string>();
 
   /** The messages `POST /channels/:id/messages` accepted, in order (with `channel_id`). */
   readonly posted: Record<string, any>[] = [];

@@ -39,6 +39,11 @@ export interface ChatCommandInput extends ChatOrigin {
    * thread): its answer is shown there, not in the channel's view.
    */
   threadId?: string | null;
+  /**
+   * Where the answer and the outcome go when not to `channelId`: the Discord thread the command
+   * was written in, a channel of its own (`channelId` is its parent's, where the triggers listen).
+   */
+  replyChannelId?: string | null;
 }
 
 /** What to tell the person who wrote the command, at once and only to them (ephemeral). */
@@ -105,7 +110,14 @@ export class ChatRunService {
     const target: OutboxTarget =
       provider === 'slack'
         ? { type: 'ephemeral', teamId, channelId, userId, ...(input.threadId ? { threadId: input.threadId } : {}) }
-        : { type: 'reply', teamId, channelId, userId, messageId: input.messageId ?? null, broadcast: false };
+        : {
+            type: 'reply',
+            teamId,
+            channelId: input.replyChannelId ?? channelId,
+            userId,
+            messageId: input.messageId ?? null,
+            broadcast: false,
+          };
     await repos.chatOutbox.enqueue({
       orgId: integration.orgId,
       dedupeKey: `answer:${provider}:${input.deliveryId ?? randomUUID()}`,
@@ -176,7 +188,7 @@ export class ChatRunService {
     const origin: ChatOrigin = {
       provider: input.provider,
       teamId: input.teamId,
-      channelId: input.channelId,
+      channelId: input.replyChannelId ?? input.channelId,
       userId: input.userId,
       userName: input.userName,
       ...(input.messageId ? { messageId: input.messageId } : {}),

@@ -59,6 +59,7 @@ export interface ChatOrigin {
   provider: 'slack' | 'discord';
   /** Slack's workspace id or Discord's guild id. */
   teamId: string;
+  /** Where the command was written and its outcome goes (a Discord thread's own id, in a thread). */
   channelId: string;
   userId: string;
   /** The name the provider gave for the user, as they wrote the command. */

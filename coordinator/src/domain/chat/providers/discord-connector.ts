@@ -1,6 +1,7 @@
 import { DiscordAPIError, makeURLSearchParams, RateLimitError, REST } from '@discordjs/rest';
 import {
   ApplicationCommandOptionType,
+  ChannelType,
   PermissionFlagsBits,
   Routes,
   type RESTPostOAuth2AccessTokenResult,
@@ -8,6 +9,16 @@ import {
 } from 'discord-api-types/v10';
 import type { DiscordConfig } from '../../../config/chat-config.js';
 import { ChatProviderError, type ChatConnector, type ConnectedWorkspace } from '../connector.js';
+
+/**
+ * The channel types that are threads: a thread is a channel of its own whose `parent_id` is the
+ * channel it belongs to, where a trigger listens (as Slack's threads are their channel's).
+ */
+export const DISCORD_THREAD_TYPES: ReadonlySet<number> = new Set([
+  ChannelType.AnnouncementThread,
+  ChannelType.PublicThread,
+  ChannelType.PrivateThread,
+]);
 
 /** What the bot may do in a guild: see channels, send messages with embeds, read history for replies. */
 export const DISCORD_BOT_PERMISSIONS =

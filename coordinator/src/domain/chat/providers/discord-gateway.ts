@@ -1,19 +1,29 @@
 import { WebSocketManager, WebSocketShardEvents } from '@discordjs/ws';
-import { GatewayDispatchEvents, GatewayIntentBits, type GatewayMessageCreateDispatchData } from 'discord-api-types/v10';
+import {
+  GatewayDispatchEvents,
+  GatewayIntentBits,
+  Routes,
+  type APIChannel,
+  type GatewayMessageCreateDispatchData,
+} from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { DiscordConfig } from '../../../config/chat-config.js';
 import type { ChatCommandInput, ChatRunService } from '../chat-runs.js';
-import { discordRest } from './discord-connector.js';
+import { DISCORD_THREAD_TYPES, discordRest } from './discord-connector.js';
 
 /** How long to wait before connecting again when Discord's Gateway could not be reached. */
 const RETRY_MS = 30_000;
+
+/** The most channels whose parent (a thread's channel, or none) is remembered. */
+const PARENTS_KEPT = 1_000;
 
 /**
  * Mentions of the bot in Discord (docs/chat.md, "Chat triggers"): a Gateway connection (with
  * `@discordjs/ws`, which heartbeats, resumes and reconnects) receives the guilds' new messages;
  * one that starts with a mention of the bot is a chat command like `/drover`. The answer is a
  * reply to the message (Discord has no ephemeral messages outside interactions), queued in the
- * chat outbox like every message. A message seen again (a resumed session replaying it) starts
+ * chat outbox like every message; in a thread, the trigger is its channel's and the answers are
+ * posted in the thread. A message seen again (a resumed session replaying it) starts
  * no second job and gets no second answer.
  */
 export class DiscordGateway {
@@ -22,6 +32,8 @@ export class DiscordGateway {
   private retry: NodeJS.Timeout | null = null;
   private stopped = false;
   private readonly rest;
+  /** Channel id → the channel a thread belongs to (null: not a thread), as Discord said. */
+  private readonly parents = new Map<string, string | null>();
 
   constructor(private readonly deps: { config: DiscordConfig; chatRuns: ChatRunService; logger: Logger }) {
     this.rest = discordRest(deps.config);
@@ -78,10 +90,13 @@ export class DiscordGateway {
     if (!bot || message.author.bot || message.webhook_id !== undefined || !message.guild_id) return;
     const mention = new RegExp(`^\\s*<@!?${bot}>[\\s:,]*`);
     if (!mention.test(message.content)) return;
+    const parentId = await this.parentOf(message.channel_id);
     const input: ChatCommandInput = {
       provider: 'discord',
       teamId: message.guild_id,
-      channelId: message.channel_id,
+      // A thread's mention is its channel's, as a `/drover` typed in it; the answers go to the thread.
+      channelId: parentId ?? message.channel_id,
+      replyChannelId: parentId === null ? null : message.channel_id,
       userId: message.author.id,
       userName: message.member?.nick ?? message.author.global_name ?? message.author.username,
       text: message.content.replace(mention, ''),
@@ -95,5 +110,27 @@ export class DiscordGateway {
     } catch (error) {
       this.deps.logger.warn({ err: error, channelId: message.channel_id }, 'Discord mention could not be answered');
     }
+  }
+
+  /**
+   * The channel a thread belongs to, or null for a channel that is not a thread. A message on the
+   * Gateway does not say (an interaction's partial channel does): Discord's REST API is asked once
+   * per channel. Not known (Discord not answering): null, the mention is the channel's own.
+   */
+  private async parentOf(channelId: string): Promise<string | null> {
+    const known = this.parents.get(channelId);
+    if (known !== undefined) return known;
+    let channel: APIChannel;
+    try {
+      channel = (await this.rest.get(Routes.channel(channelId))) as APIChannel;
+    } catch (error) {
+      this.deps.logger.warn({ err: error, channelId }, 'Discord did not say whether a channel is a thread');
+      return null;
+    }
+    const parentId =
+      DISCORD_THREAD_TYPES.has(channel.type) && 'parent_id' in channel ? (channel.parent_id ?? null) : null;
+    if (this.parents.size >= PARENTS_KEPT) this.parents.clear();
+    this.parents.set(channelId, parentId);
+    return parentId;
   }
 }

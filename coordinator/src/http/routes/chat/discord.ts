@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DISCORD_LIMITS } from '../../../domain/chat/notifications/discord-message.js';
 import { shorten } from '../../../domain/chat/notifications/notice-text.js';
+import { DISCORD_THREAD_TYPES } from '../../../domain/chat/providers/discord-connector.js';
 import { discordPublicKey, discordSignatureProblem } from '../../../domain/chat/providers/discord-signature.js';
 import { notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
@@ -110,8 +111,9 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
       // A thread's command is its channel's, as Slack's threads are their channel's: the partial
       // channel of an interaction in a thread carries the channel it belongs to (`parent_id`).
       const channel = objectOf(interaction.channel);
-      const parentId = THREAD_TYPES.has(Number(channel?.type)) ? stringOf(channel?.parent_id) : undefined;
-      const channelId = parentId ?? stringOf(interaction.channel_id) ?? stringOf(channel?.id);
+      const typedIn = stringOf(interaction.channel_id) ?? stringOf(channel?.id);
+      const parentId = DISCORD_THREAD_TYPES.has(Number(channel?.type)) ? stringOf(channel?.parent_id) : undefined;
+      const channelId = parentId ?? typedIn;
       const userId = stringOf(user?.id);
       if (!guildId || !channelId || !userId) {
         return ephemeral('Drover answers `/drover` in the channels of a server, not in direct messages.');
@@ -126,14 +128,13 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
         userName: stringOf(member?.nick) ?? stringOf(user?.global_name) ?? stringOf(user?.username) ?? userId,
         text: typeof text === 'string' ? text : '',
         deliveryId: stringOf(interaction.id) ?? null,
+        // The outcome goes to the thread it was typed in, not to its channel.
+        replyChannelId: parentId === undefined ? null : (typedIn ?? null),
       });
       return ephemeral(answer.text);
     },
   );
 }
-
-/** Discord's channel types of threads: announcement, public and private threads. */
-const THREAD_TYPES = new Set([10, 11, 12]);
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
