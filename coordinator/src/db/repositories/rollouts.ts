@@ -114,14 +114,16 @@ const ABORT = query<RolloutRow, [string, string]>(
    WHERE release_id = ? AND status IN ('running', 'paused') RETURNING *`,
 );
 /**
- * The channel's unfinished rollouts of releases published before `?` (the last parameter): earlier,
- * or at the same instant with a lower sequence. Two publishes at once each end the other's
- * rollouts after their own commit, in either order: the last published keeps its rollout.
+ * The channel's unfinished rollouts of releases published before its newest published release:
+ * earlier, or at the same instant with a lower sequence. Each publish ends them after its own
+ * commit; whichever of two publishes at once runs this last sees both, and ends the older one's
+ * rollout even when that is its own (the newer publish committed and ran it first).
  */
-const UNFINISHED_OF_CHANNEL = values<string, [string, string, string, string]>(
-  (d) => `SELECT release_id FROM rollouts WHERE application_id = ? AND channel = ? AND release_id <> ?
+const UNFINISHED_OF_CHANNEL = values<string, [string, string]>(
+  (d) => `SELECT release_id FROM rollouts WHERE application_id = ? AND channel = ?
      AND status IN ('running', 'paused')
-     AND EXISTS (SELECT 1 FROM releases o JOIN releases n ON n.id = ?
+     AND EXISTS (SELECT 1 FROM releases o JOIN releases n
+         ON n.application_id = o.application_id AND n.channel = o.channel AND n.status = 'published'
        WHERE o.id = rollouts.release_id
          AND (o.published_at < n.published_at OR (o.published_at = n.published_at AND o.sequence < n.sequence)))
      ORDER BY release_id ${d.forUpdate}`,
@@ -316,11 +318,11 @@ export function createRolloutRepository(db: Database): RolloutRepository {
     async history(releaseId) {
       return db.all(HISTORY, [releaseId]);
     },
-    supersede(applicationId, channel, except, at) {
+    supersede(applicationId, channel, at) {
       return db.transaction(
         function* (): Flow<string[]> {
           const ended: string[] = [];
-          for (const releaseId of yield* all(UNFINISHED_OF_CHANNEL, [applicationId, channel, except, except])) {
+          for (const releaseId of yield* all(UNFINISHED_OF_CHANNEL, [applicationId, channel])) {
             if ((yield* run(SUPERSEDE, [at, releaseId])) !== 1) continue;
             yield* event(releaseId, {
               at,

@@ -138,11 +138,11 @@ export interface RolloutRepository {
   /** The names of the agents of a wave's new devices whose update to the release failed, by name, at most `limit`. */
   failedDevicesOfWave(releaseId: string, releaseSequence: number, wave: number, limit: number): Promise<string[]>;
   /**
-   * Ends the unfinished (running or paused) rollouts of the application's channel but `except`'s,
-   * as superseded, of releases published before `except` (earlier, or at its instant with a lower
-   * sequence); gives the release ids of those ended.
+   * Ends, as superseded, the unfinished (running or paused) rollouts of the application's channel
+   * whose release was published before the channel's newest published release (earlier, or at its
+   * instant with a lower sequence); gives the release ids of those ended.
    */
-  supersede(applicationId: string, channel: string, except: string, at: string): Promise<string[]>;
+  supersede(applicationId: string, channel: string, at: string): Promise<string[]>;
   /**
    * For each binding, the releases whose rollout has not completed and has not reached it yet:
    * they do not count for its desired state (docs/ota.md).

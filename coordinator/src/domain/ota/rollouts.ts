@@ -176,12 +176,7 @@ export class RolloutService {
   /** Another release of the channel was published (with or without a rollout): its unfinished rollouts end. */
   private async superseded(release: Release): Promise<void> {
     const { ctx } = this.options;
-    const ended = await ctx.repos.rollouts.supersede(
-      release.applicationId,
-      release.channel,
-      release.id,
-      isoNow(ctx.clock),
-    );
+    const ended = await ctx.repos.rollouts.supersede(release.applicationId, release.channel, isoNow(ctx.clock));
     if (ended.length > 0) this.options.logger.info({ releases: ended, by: release.id }, 'rollouts superseded');
   }
 

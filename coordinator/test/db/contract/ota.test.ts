@@ -577,8 +577,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     const nextId = next.outcome === 'created' ? next.release.id : '';
     await t.repos.releases.publish(a.id, nextId, iso(4));
     const ended = await Promise.all([
-      t.repos.rollouts.supersede(a.id, 'stable', nextId, iso(4)),
-      t.other.rollouts.supersede(a.id, 'stable', nextId, iso(4)),
+      t.repos.rollouts.supersede(a.id, 'stable', iso(4)),
+      t.other.rollouts.supersede(a.id, 'stable', iso(4)),
     ]);
     expect(ended.flat()).toEqual([r.id]);
     expect(await t.repos.rollouts.find(r.id)).toMatchObject({ status: 'superseded', endedAt: iso(4) });
@@ -697,15 +697,22 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     // ending ran first (its request was quicker), the earlier one's after it.
     const first = await publish('1.0.0', iso(2));
     const second = await publish('2.0.0', iso(3));
-    expect(await t.other.rollouts.supersede(a.id, 'stable', second, iso(4))).toEqual([first]);
-    expect(await t.repos.rollouts.supersede(a.id, 'stable', first, iso(4))).toEqual([]);
+    expect(await t.other.rollouts.supersede(a.id, 'stable', iso(4))).toEqual([first]);
+    expect(await t.repos.rollouts.supersede(a.id, 'stable', iso(4))).toEqual([]);
     expect([await status(first), await status(second)]).toEqual(['superseded', 'running']);
     // Published at the same instant: the higher sequence is the later one.
     const third = await publish('3.0.0', iso(5));
     const fourth = await publish('4.0.0', iso(5));
-    expect(await t.repos.rollouts.supersede(a.id, 'stable', third, iso(6))).toEqual([second]);
-    expect(await t.other.rollouts.supersede(a.id, 'stable', fourth, iso(6))).toEqual([third]);
+    expect((await t.repos.rollouts.supersede(a.id, 'stable', iso(6))).sort()).toEqual([second, third].sort());
+    expect(await t.other.rollouts.supersede(a.id, 'stable', iso(6))).toEqual([]);
     expect([await status(third), await status(fourth)]).toEqual(['superseded', 'running']);
+    // The later publish committed and ended the others before the earlier one committed: the
+    // earlier one's ending ends its own rollout, where both stayed running.
+    const sixth = await publish('6.0.0', iso(8));
+    expect(await t.repos.rollouts.supersede(a.id, 'stable', iso(8))).toEqual([fourth]);
+    const fifth = await publish('5.0.0', iso(7));
+    expect(await t.other.rollouts.supersede(a.id, 'stable', iso(9))).toEqual([fifth]);
+    expect([await status(fifth), await status(sixth)]).toEqual(['superseded', 'running']);
   });
 
   it("leaves the devices of revoked agents out of a rollout's waves (they get no update)", async () => {
