@@ -87,11 +87,10 @@ export function SearchPicker<T extends { id: string; name: string }, K extends Q
           aria-describedby={more > 0 ? `${id}-more` : undefined}
         />
       </label>
-      {more > 0 && (
-        <span className="hint" id={`${id}-more`} role="status">
-          {moreMatch(more, words)}: type more of the name.
-        </span>
-      )}
+      {/* A live region there from the start: one inserted with its text is not always announced. */}
+      <span className="hint" id={`${id}-more`} role="status">
+        {more > 0 && `${moreMatch(more, words)}: type more of the name.`}
+      </span>
     </>
   );
 }
