@@ -1,5 +1,6 @@
 import { matchesSelector, type Requirement } from '@drover/shared';
 import type { Agent, AgentRepository, AgentStatus } from '../model/agents.js';
+import { nameSearch } from '../../util/name-search.js';
 
 /** What the agents list of an organization is narrowed to (docs/management.md, "Agents"). */
 export interface AgentListFilter {
@@ -37,10 +38,10 @@ export async function listAgents(
   orgId: string,
   filter: AgentListFilter = {},
 ): Promise<AgentListPage> {
-  const text = filter.text?.toLowerCase();
+  const named = nameSearch(filter.text);
   const matches = (agent: Agent) =>
     (filter.status === undefined || agent.status === filter.status) &&
-    (!text || agent.name.toLowerCase().includes(text) || agent.hostname.toLowerCase().includes(text)) &&
+    (!named || named(agent.name, agent.hostname)) &&
     (!filter.selector?.length || matchesSelector(filter.selector, agent.labels));
   const read = filter.ids === undefined ? await repo.listByOrg(orgId) : await repo.listByIds(orgId, filter.ids);
   const all = read.filter(matches);

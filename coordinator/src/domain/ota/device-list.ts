@@ -7,6 +7,7 @@ import { desiredState } from './desired-state.js';
 import { planDeviceGroup } from './device-group-rule.js';
 import { installationRef, type BindingView } from './views.js';
 import { byteOrder } from '../../util/byte-order.js';
+import { nameSearch } from '../../util/name-search.js';
 
 /**
  * An application's devices a page at a time, what they add up to, and what a device group would
@@ -64,12 +65,11 @@ export async function listDevices(
       next: more ? shown[shown.length - 1]!.listKey : null,
     };
   }
-  const text = filter.text?.toLowerCase();
+  const byName = nameSearch(filter.text);
   let named: Set<string> | null = null;
-  if (text) {
+  if (byName) {
     const agents = await ctx.repos.agents.listByOrg(app.orgId);
-    const holds = (value: string) => value.toLowerCase().includes(text);
-    named = new Set(agents.filter((a) => holds(a.name) || holds(a.hostname)).map((a) => a.id));
+    named = new Set(agents.filter((a) => byName(a.name, a.hostname)).map((a) => a.id));
   }
   const agentIds = filter.agentIds && new Set(filter.agentIds);
   const matches = (b: ListedDeviceBinding) =>

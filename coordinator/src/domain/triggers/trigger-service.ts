@@ -4,6 +4,7 @@ import type { Trigger, TriggerLimits, TriggerType } from '../model/triggers.js';
 import { notFound, placeValidation } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
+import { nameSearch } from '../../util/name-search.js';
 import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
 import {
   changedFields,
@@ -90,9 +91,8 @@ export class TriggerService {
    */
   async list(actor: UserActor, filter: TriggerListFilter = {}): Promise<TriggerListPage> {
     const { triggers } = this.deps.repos;
-    const text = filter.text?.toLowerCase();
-    const matches = (t: Trigger) =>
-      (filter.type === undefined || t.type === filter.type) && (!text || t.name.toLowerCase().includes(text));
+    const named = nameSearch(filter.text);
+    const matches = (t: Trigger) => (filter.type === undefined || t.type === filter.type) && (!named || named(t.name));
     const read =
       filter.ids === undefined
         ? await triggers.listByOrg(actor.orgId)
