@@ -331,6 +331,17 @@ describe('drover management commands', () => {
       code: 0,
       stdout: 'kiosk has no device group\n',
     });
+    // Previewed first: what it would bind, changing nothing.
+    const agentName = (await t.owner.get(`/orgs/${t.orgId}/agents/${agent.agentId}`)).body.name as string;
+    expect(await run(['app', 'device-group', 'kiosk', '--selector', '! role', '--dry-run'])).toMatchObject({
+      code: 0,
+      stdout: `Device group of kiosk: ! role would match 1 agent (${agentName}); 1 to bind, 0 to remove; nothing changed\n`,
+    });
+    expect((await t.owner.get(`/orgs/${t.orgId}/apps/${app.body.id}/devices`)).body).toEqual([]);
+    expect(await run(['app', 'device-group', 'kiosk', '--dry-run'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --dry-run previews a --selector\n',
+    });
     expect(await run(['app', 'device-group', 'kiosk', '--selector', '! role'])).toMatchObject({
       code: 0,
       stdout: 'Device group of kiosk: !role matches 1 agent; 1 bound, 0 removed\n',
@@ -339,8 +350,13 @@ describe('drover management commands', () => {
     expect(bindings).toMatchObject([{ agentId: agent.agentId, origin: 'selector' }]);
     expect(await run(['app', 'device-group', 'kiosk'])).toMatchObject({
       code: 0,
-      stdout: 'Device group of kiosk: !role (1 agent match now)\n',
+      stdout: 'Device group of kiosk: !role (1 agent matches now)\n',
     });
+    expect(
+      JSON.parse(
+        (await run(['app', 'device-group', 'kiosk', '--selector', 'role=printer', '--dry-run', '--json'])).stdout,
+      ),
+    ).toEqual({ matching: 0, names: [], toBind: 0, toRemove: 1 });
     expect(await run(['app', 'device-group', app.body.id, '--selector', 'role=printer'])).toMatchObject({
       code: 0,
       stdout: 'Device group of kiosk: role=printer matches no agent: nothing is bound; 0 bound, 1 removed\n',

@@ -13,10 +13,12 @@ import { findApp } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 type AppUpdate = Schema<'ApplicationUpdate'>;
+type Preview = Schema<'DeviceGroupPreview'>;
 
 interface DeviceGroupFlags {
   selector?: string;
   clear?: boolean;
+  dryRun?: boolean;
   json?: boolean;
 }
 
@@ -49,9 +51,11 @@ export function configureAppCommand(program: Command, rt: Runtime): void {
       oneSelector,
     )
     .option('--clear', 'remove the device group: the bindings it made go, those made by hand stay')
-    .option('--json', "print the API's answer (the application, with deviceGroup) as JSON")
+    .option('--dry-run', 'with --selector: say what setting it would bind and remove now, changing nothing')
+    .option('--json', "print the API's answer (the application, with deviceGroup; with --dry-run, the preview) as JSON")
     .action(async (name: string, flags: DeviceGroupFlags, command: Command) => {
       if (flags.selector !== undefined && flags.clear) throw new CliError('give --selector or --clear, not both');
+      if (flags.dryRun && flags.selector === undefined) throw new CliError('--dry-run previews a --selector');
       // Checked here first, by the coordinator's rules: a caret under the position of a mistake.
       if (flags.selector !== undefined && parseSelectorOption(flags.selector).length === 0) {
         throw new CliError(
@@ -61,19 +65,36 @@ export function configureAppCommand(program: Command, rt: Runtime): void {
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const found = await findApp(caller, name);
       const path = `/orgs/${await caller.orgId()}/apps/${found.id}`;
+      // What a selector matches now, counted by the coordinator (a fleet is not read here).
+      const preview = (selector: string) => caller.api.get<Preview>(`${path}/device-group/preview`, { selector });
       if (flags.selector === undefined && !flags.clear) {
         if (flags.json) return printJson(rt, found);
         if (found.deviceSelector === null) return rt.out(`${found.slug} has no device group\n`);
-        const agents = await caller.api.get<Schema<'Agent'>[]>(`/orgs/${await caller.orgId()}/agents`, {
-          selector: found.deviceSelector,
-        });
-        const matching = agents.filter((a) => a.status !== 'revoked').length;
-        return rt.out(`Device group of ${found.slug}: ${found.deviceSelector} (${agentsWord(matching)} match now)\n`);
+        const { matching } = await preview(found.deviceSelector);
+        return rt.out(
+          `Device group of ${found.slug}: ${found.deviceSelector} (${agentsWord(matching)} match${matching === 1 ? 'es' : ''} now)\n`,
+        );
+      }
+      if (flags.dryRun) {
+        const planned = await preview(flags.selector!);
+        if (flags.json) return printJson(rt, planned);
+        return rt.out(`${previewWords(found.slug, flags.selector!, planned)}\n`);
       }
       const updated = await caller.api.patch<AppUpdate>(path, { deviceSelector: flags.selector ?? null });
       if (flags.json) return printJson(rt, updated);
       rt.out(`${outcome(updated)}\n`);
     });
+}
+
+/**
+ * `Device group of kiosk: role=kiosk would match 12 agents (gw-01, gw-02, …); 3 to bind, 1 to
+ * remove; nothing changed`.
+ */
+function previewWords(slug: string, selector: string, p: Preview): string {
+  const more = p.matching > p.names.length ? ', …' : '';
+  const matches =
+    p.matching === 0 ? 'would match no agent' : `would match ${agentsWord(p.matching)} (${p.names.join(', ')}${more})`;
+  return `Device group of ${slug}: ${selector} ${matches}; ${p.toBind} to bind, ${p.toRemove} to remove; nothing changed`;
 }
 
 /** `Device group of kiosk: role=kiosk matches 2 agents; 2 bound, 0 removed`. */
