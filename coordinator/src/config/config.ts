@@ -2,6 +2,7 @@ import path from 'node:path';
 import { DEFAULT_JOB_LOG_MAX_BYTES, MAX_JOB_LOG_MAX_BYTES, MIN_JOB_LOG_MAX_BYTES } from '../domain/jobs/job-logs.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/auth/passwords.js';
 import { isEmailAddress } from '../domain/emails.js';
+import { nameProblem } from '../domain/names.js';
 import {
   DEFAULT_RETENTION,
   MAX_RETENTION_DAYS,
@@ -179,7 +180,6 @@ interface Raw {
 }
 
 const HOST = /^[A-Za-z0-9.:[\]-]+$/;
-const MAX_ORG_NAME_LENGTH = 200;
 
 /** `http://<host>:<port>`, with brackets around an IPv6 address. */
 export function defaultPublicUrl(host: string, port: number): string {
@@ -502,9 +502,10 @@ function parseBootstrap(env: Env, problems: string[]): Config['bootstrap'] {
       `DROVER_BOOTSTRAP_PASSWORD: expected ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${password.length}`,
     );
   }
-  if (org.length > MAX_ORG_NAME_LENGTH) {
-    problems.push(`DROVER_BOOTSTRAP_ORG: expected at most ${MAX_ORG_NAME_LENGTH} characters, got ${org.length}`);
-  }
+  // The rules of an organization's name through the API (POST /v1/orgs), so that the first one
+  // is no exception: at most 255 characters, no control or bidirectional formatting characters.
+  const orgProblem = nameProblem(org);
+  if (orgProblem) problems.push(`DROVER_BOOTSTRAP_ORG: ${orgProblem}`);
   return problems.length > before ? null : Object.freeze({ email, password, org });
 }
 

@@ -460,14 +460,22 @@ describe('loadConfig validation', () => {
     ]);
   });
 
-  it('refuses an overlong bootstrap organization name', () => {
-    expect(
+  it('holds the bootstrap organization name to the rules of an organization name through the API', () => {
+    const orgProblems = (name: string) =>
       problemsOf({
         DROVER_BOOTSTRAP_EMAIL: 'a@b.test',
         DROVER_BOOTSTRAP_PASSWORD: 'long enough',
-        DROVER_BOOTSTRAP_ORG: 'o'.repeat(201),
-      }),
-    ).toEqual(['DROVER_BOOTSTRAP_ORG: expected at most 200 characters, got 201']);
+        DROVER_BOOTSTRAP_ORG: name,
+      });
+    // POST /v1/orgs takes 255 characters: so does the first organization.
+    expect(orgProblems('o'.repeat(255))).toEqual([]);
+    expect(orgProblems('o'.repeat(256))).toEqual(['DROVER_BOOTSTRAP_ORG: must be at most 255 characters, got 256']);
+    expect(orgProblems('Acme\tLabs')).toEqual(['DROVER_BOOTSTRAP_ORG: must not contain control characters']);
+    expect(orgProblems('Acme \u202egpj.exe')).toEqual([
+      expect.stringMatching(
+        /^DROVER_BOOTSTRAP_ORG: must not contain bidirectional formatting characters .*, got U\+202E$/,
+      ),
+    ]);
   });
 
   it('reports every problem at once, in one error whose message lists them', () => {
