@@ -66,6 +66,31 @@ describe('token discovery authentication', () => {
     expect(await get(['Bearer drv_another', `Bearer ${token}`])).toBe(401);
   });
 
+  it('says that the Authorization header came twice, where it asked for one it had been sent', async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, []);
+    const session = t.owner.token!;
+    const answer = async (path: string, authorizations: string[]) => {
+      const lines = [`GET ${path} HTTP/1.1`, 'host: localhost', 'connection: close'];
+      for (const value of authorizations) lines.push(`authorization: ${value}`);
+      const raw = await openRaw(t.url, `${lines.join('\r\n')}\r\n\r\n`);
+      await raw.closed;
+      const received = raw.received();
+      return { status: raw.status(), body: JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)) as unknown };
+    };
+    const twice = {
+      status: 401,
+      body: {
+        statusCode: 401,
+        code: 'unauthorized',
+        message:
+          'The Authorization header was sent more than once, so none of them is read: send it once, with one credential',
+      },
+    };
+    // The public API (an API token) and a dashboard endpoint (a session).
+    expect(await answer('/v1/token', [`Bearer ${token}`, `Bearer ${token}`])).toEqual(twice);
+    expect(await answer('/v1/orgs', [`Bearer ${session}`, `Bearer ${session}`])).toEqual(twice);
+  });
+
   it('refuses an unknown token, a truncated one and one without the drv_ prefix', async () => {
     const { token } = await issueApiToken(t.owner, t.orgId, []);
     for (const bad of [

@@ -4,7 +4,7 @@ import type { AuthenticatingApiToken } from '../../domain/model/api-tokens.js';
 import { findApiTokenByHash } from '../../domain/tokens/api-token-cache.js';
 import { unauthorized } from '../../errors.js';
 import { hashBearerSecret } from '../../util/secrets.js';
-import { bearerToken } from './bearer.js';
+import { AUTHORIZATION_SENT_TWICE, authorizationSentTwice, bearerToken } from './bearer.js';
 
 /**
  * The API token of a public-API request; 401 when missing, unknown, revoked or expired, or when
@@ -17,7 +17,11 @@ export async function requireApiToken(
   generation?: number,
 ): Promise<AuthenticatingApiToken> {
   const plaintext = bearerToken(request);
-  if (!plaintext) throw unauthorized('Send an API token as Authorization: Bearer <token>');
+  if (!plaintext) {
+    throw unauthorized(
+      authorizationSentTwice(request) ? AUTHORIZATION_SENT_TWICE : 'Send an API token as Authorization: Bearer <token>',
+    );
+  }
   if (!plaintext.startsWith(API_TOKEN_PREFIX) || plaintext.length > 200) throw unauthorized('The API token is invalid');
   const { repos, clock } = request.server.ctx;
   const token = await findApiTokenByHash(repos, hashBearerSecret(plaintext), generation);

@@ -4,7 +4,7 @@ import { requirePermission, type Action } from '../../domain/orgs/permissions.js
 import type { Role } from '../../domain/model/orgs.js';
 import { notFound, unauthorized } from '../../errors.js';
 import { API_TOKEN_PREFIX } from '@drover/shared';
-import { bearerToken } from './bearer.js';
+import { AUTHORIZATION_SENT_TWICE, authorizationSentTwice, bearerToken } from './bearer.js';
 import { refuseCrossSiteChange } from './cross-site.js';
 import { sessionCookieOf } from './session-cookie.js';
 import { oncePerRequest } from './once-per-request.js';
@@ -38,7 +38,13 @@ export async function sessionHook(request: FastifyRequest): Promise<void> {
 async function authenticate(request: FastifyRequest): Promise<SessionUser> {
   const bearer = bearerToken(request);
   const token = bearer ?? sessionCookieOf(request);
-  if (!token) throw unauthorized('Sign in first: send Authorization: Bearer <session token>');
+  if (!token) {
+    throw unauthorized(
+      authorizationSentTwice(request)
+        ? AUTHORIZATION_SENT_TWICE
+        : 'Sign in first: send Authorization: Bearer <session token>',
+    );
+  }
   if (bearer && token.startsWith(API_TOKEN_PREFIX)) {
     throw unauthorized('API tokens cannot call dashboard endpoints; sign in with POST /v1/auth/login');
   }

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { unauthorized } from '../../errors.js';
-import { bearerToken } from '../auth/bearer.js';
+import { AUTHORIZATION_SENT_TWICE, authorizationSentTwice, bearerToken } from '../auth/bearer.js';
 
 /** What `/metrics` serves: the text of a scrape and its content type (metrics/prometheus-metrics.ts). */
 export interface MetricsExposition {
@@ -21,7 +21,8 @@ export function metricsRoutes(exposition: MetricsExposition, token: string) {
   const expected = digest(token);
   const authorize = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
     const given = bearerToken(request);
-    if (given === null) done(unauthorized('The metrics need the bearer token set in DROVER_METRICS_TOKEN'));
+    if (given === null && authorizationSentTwice(request)) done(unauthorized(AUTHORIZATION_SENT_TWICE));
+    else if (given === null) done(unauthorized('The metrics need the bearer token set in DROVER_METRICS_TOKEN'));
     else if (!timingSafeEqual(digest(given), expected)) done(unauthorized('Wrong metrics token'));
     else done();
   };
