@@ -42,6 +42,8 @@ const stateFile = path.join(dataDir, 'quickstart.json');
 const lockFile = path.join(dataDir, 'quickstart.lock');
 const coordinatorLog = path.join(dataDir, 'coordinator.log');
 const agentOut = path.join(dataDir, 'agent.out');
+/** The agent's own log: its lines go there, not to its output, which holds only what stops it at start. */
+const agentLog = path.join(agentDir, 'logs', 'agent.log');
 const port = String(config.port);
 const host = config.host;
 const origin = config.publicUrl;
@@ -128,20 +130,39 @@ async function api<T>(method: string, route: string, token: string | null, body?
  * and a child that got SIGINT from the terminal and SIGTERM from us would take the second signal
  * as "stop at once". Only this process gets the terminal's signal; it stops the children.
  */
-function start(name: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+function start(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  /** Where the child logs besides its output (the agent writes its log lines to a file of its own). */
+  ownLog?: string,
+): ChildProcess {
   const log = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', log, log], detached: true });
   fs.closeSync(log);
   children.push(child);
   child.on('exit', (code, signal) => {
-    if (!stopping) fail(`the ${name} exited (${signal ?? `code ${code}`}): ${lastLine(logFile)} (log: ${logFile})`);
-    else if (code !== 0)
+    if (!stopping) {
+      const [line, file] = lastWords(logFile, ownLog);
+      fail(`the ${name} exited (${signal ?? `code ${code}`}): ${line} (log: ${file})`);
+    } else if (code !== 0)
       process.stderr.write(`quickstart: the ${name} stopped with ${signal ?? `code ${code}`}; see ${logFile}\n`);
   });
   return child;
 }
 
-/** The last line a child wrote to its log (its error message when it failed), without colours. */
+/**
+ * The last line a child wrote (its error message when it failed), without colours, and the file
+ * it is in: its output, else its own log (when given). A JSON log line is given by its message.
+ */
+function lastWords(logFile: string, ownLog?: string): [line: string, file: string] {
+  const line = lastLine(logFile);
+  if (line !== '(no output)' || ownLog === undefined) return [line, logFile];
+  return [lastLine(ownLog), ownLog];
+}
+
+/** The last line of a log file, without colours; a JSON log line (pino's) by its message. */
 function lastLine(logFile: string): string {
   let text = '';
   try {
@@ -149,7 +170,17 @@ function lastLine(logFile: string): string {
   } catch {
     return '(no output)';
   }
-  const line = stripVTControlCharacters(text).trimEnd().split('\n').pop()?.trim() ?? '';
+  let line = stripVTControlCharacters(text).trimEnd().split('\n').pop()?.trim() ?? '';
+  if (line.startsWith('{')) {
+    try {
+      const record = JSON.parse(line) as { msg?: unknown; err?: { message?: unknown } };
+      if (typeof record.msg === 'string') {
+        line = typeof record.err?.message === 'string' ? `${record.msg}: ${record.err.message}` : record.msg;
+      }
+    } catch {
+      // not a JSON line: shown as it is
+    }
+  }
   return line === '' ? '(no output)' : line.length > 500 ? `${line.slice(0, 500)}…` : line;
 }
 
@@ -183,6 +214,7 @@ async function waitFor<T>(
   probe: () => Promise<T | undefined>,
   logFile: string,
   timeoutMs = 30_000,
+  ownLog?: string,
 ): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -192,10 +224,10 @@ async function waitFor<T>(
     } catch {
       // not yet
     }
-    if (Date.now() > until)
-      fail(
-        `timed out after ${timeoutMs / 1000} s waiting for ${what}; its log ${logFile} ends with: ${lastLine(logFile)}`,
-      );
+    if (Date.now() > until) {
+      const [line, file] = lastWords(logFile, ownLog);
+      fail(`timed out after ${timeoutMs / 1000} s waiting for ${what}; its log ${file} ends with: ${line}`);
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -294,7 +326,7 @@ if (!fs.existsSync(path.join(workflowsDir, 'hello.yaml'))) {
 }
 const { agentId } = JSON.parse(fs.readFileSync(path.join(agentDir, 'agent.json'), 'utf8')) as { agentId: string };
 say(`Starting the local agent (output: ${agentOut}) and waiting for it to report the workflow "hello"...`);
-start('agent', [...agentCli, 'run', '--state-dir', agentDir], agentEnv, agentOut);
+start('agent', [...agentCli, 'run', '--state-dir', agentDir], agentEnv, agentOut, agentLog);
 
 await waitFor(
   'the agent to report the hello workflow',
@@ -303,6 +335,8 @@ await waitFor(
     return workflows.some((w) => w.name === 'hello' && w.agentId === agentId) ? true : undefined;
   },
   agentOut,
+  undefined,
+  agentLog,
 );
 
 async function ensureTrigger(id: string | undefined, name: string, responseMode: 'async' | 'sync'): Promise<string> {
@@ -347,7 +381,7 @@ const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? wor
 
 say();
 say(`Drover is running: coordinator ${origin} (log: ${coordinatorLog}),`);
-say(`local agent ${agentId} (log: ${path.join(agentDir, 'logs', 'agent.log')}) with the workflow "hello";`);
+say(`local agent ${agentId} (log: ${agentLog}) with the workflow "hello";`);
 say(`read its log with: ${command('drover-agent')} logs --state-dir ${shellWord(agentDir)}`);
 say(`Dashboard: ${origin}/ (open it in a browser and sign in as the owner)`);
 say(`Dashboard owner: ${creds.email} / ${creds.password} (also in ${stateFile}, mode 0600).`);

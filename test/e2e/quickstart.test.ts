@@ -287,4 +287,35 @@ describe('the quickstart, when a process it starts fails', () => {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("says why the agent stopped from the agent's own log, where its output has nothing", async () => {
+    const dataDir = makeTempDir('drover-quickstart-');
+    const child = spawn(process.execPath, QUICKSTART, {
+      cwd: repoRoot,
+      env: { ...cleanEnv, DROVER_DATA_DIR: dataDir, DROVER_PORT: String(await freePort()), NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    const started: number[] = [];
+    try {
+      await eventually(() => stdout.includes('Press Ctrl-C to stop both.'), 90_000, 'the quickstart to be up');
+      started.push(...childrenOf(child.pid!, '/dist/cli/main.js'));
+      const [agent] = childrenOf(child.pid!, 'agent/dist/cli/main.js');
+      // Stopped from outside (a `kill`, the machine shutting down): it writes nothing to its
+      // output, only to its log, whose last line the quick start must show.
+      process.kill(agent!, 'SIGTERM');
+      expect(await exited).toBe(1);
+      const agentLog = path.join(dataDir, 'agent', 'logs', 'agent.log');
+      expect(stderr).toBe(`quickstart: the agent exited (code 0): drover-agent stopped (log: ${agentLog})\n`);
+      await eventually(() => started.every((pid) => !alive(pid)), 15_000, 'the coordinator to be stopped too');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 150_000);
 });
