@@ -12,7 +12,7 @@ import {
   type AgentStateDir,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob } from '../helpers/jobs.js';
 
@@ -428,6 +428,27 @@ describe('when the coordinator cannot be reached', () => {
         'the outbox to empty',
       );
       await daemon.waitForLog((r) => /the coordinator is reachable again; sent \d+ report/.test(r.msg));
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+
+  it('says in status when the stream was last open: when it dropped, not when it connected', async () => {
+    const proxy = await startCuttableProxy(t.url);
+    try {
+      const g = await enrolled(proxy.url);
+      const daemon = start(g.stateDir);
+      await connected(daemon, g.agentId);
+      const connectedAt = Date.parse(daemon.status()!.lastConnectedAt!);
+      await sleep(1500);
+      const cutAt = Date.now();
+      await proxy.cut();
+      await eventually(() => daemon.status()?.connection !== 'connected', 10_000, 'the agent to see the drop');
+      // `drover-agent status` shows "disconnected (last connected: <lastConnectedAt>)": the time
+      // of the drop, where it showed the connect, as if the agent had been away since.
+      const lastConnectedAt = Date.parse(daemon.status()!.lastConnectedAt!);
+      expect(lastConnectedAt).toBeGreaterThan(connectedAt);
+      expect(lastConnectedAt).toBeGreaterThanOrEqual(cutAt);
     } finally {
       await proxy.close();
     }

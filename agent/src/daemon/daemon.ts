@@ -513,6 +513,7 @@ function connect(
   const { options, status, counters, registry, labels, jobs } = p;
   const reports = new ReportClaims(registry, labels);
   let connectedBefore = false;
+  let streamOpen = false;
   const { logger } = options;
   const sync = p.deployment.sync({
     intervalMs: options.deployPollIntervalMs,
@@ -532,9 +533,14 @@ function connect(
       const now = new Date().toISOString();
       status.update({
         connection: state,
-        ...(state === 'connected' ? { lastConnectedAt: now, lastError: null } : {}),
+        // The last moment the stream was open, which `status` shows once it is not: when it
+        // connected, then when it dropped (not its connect of hours before, which would read as
+        // hours without the coordinator).
+        ...(state === 'connected' || streamOpen ? { lastConnectedAt: now } : {}),
+        ...(state === 'connected' ? { lastError: null } : {}),
         ...(error ? { lastError: error } : {}),
       });
+      streamOpen = state === 'connected';
       if (state === 'connected') {
         if (connectedBefore) counters.add('reconnects');
         else setTimeout(releaseStartupMemory, RELEASE_DELAY_MS).unref();
