@@ -15,3 +15,21 @@ export class CliExit extends Error {
     super(`exit ${exitCode}`);
   }
 }
+
+/** The exit code of a command whose reader went away (EPIPE), as a shell gives a tool SIGPIPE ended. */
+export const BROKEN_PIPE_EXIT_CODE = 141;
+
+/**
+ * For the commands that print and end (`status`, `logs`, `workflows`, `enroll`): when whoever reads
+ * their output went away (`drover-agent logs | head -1`), the process exits 141, quietly, as a
+ * Unix tool that SIGPIPE ended, rather than crashing on an unhandled 'error' event with Node's
+ * stack. Another write error still throws. Not the daemon, which a reader going away must not stop.
+ */
+export function exitQuietlyOnBrokenPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      process.exit(BROKEN_PIPE_EXIT_CODE);
+    });
+  }
+}

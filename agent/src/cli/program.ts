@@ -7,7 +7,7 @@ import { configureStatusCommand } from './status-command.js';
 import { configureWorkflowsCommand } from './workflows-command.js';
 import { configureLogsCommand } from './logs-command.js';
 import { configureRunCommand } from './run-command.js';
-import { CliExit, processIo, type CliIo } from './io.js';
+import { CliExit, exitQuietlyOnBrokenPipe, processIo, type CliIo } from './io.js';
 
 export { CliExit, processIo, type CliIo };
 
@@ -26,6 +26,11 @@ export function buildProgram(io: CliIo): Command {
   configureStatusCommand(program, io);
   configureWorkflowsCommand(program, io);
   configureLogsCommand(program, io);
+  if (io === processIo) {
+    program.hook('preAction', (_program, command) => {
+      if (command.name() !== 'run') exitQuietlyOnBrokenPipe();
+    });
+  }
   for (const command of program.commands)
     command
       .showHelpAfterError(`see \`drover-agent ${command.name()} --help\``)
