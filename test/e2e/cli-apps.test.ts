@@ -195,7 +195,7 @@ describe('drover app devices', () => {
     await report(failed!, { currentVersion: '0.9', state: 'failed', error: 'step 1 (install) exited with 3' });
 
     const table = await run(['app', 'devices', 'firmware']);
-    expect(table).toMatchObject({ code: 0, stderr: '' });
+    expect(table).toMatchObject({ code: 0, stderr: '3 devices\n' });
     const lines = table.stdout.split('\n');
     expect(lines[0]).toMatch(/^AGENT +CHANNEL +ORIGIN +INSTALLED +DESIRED +STATE +REPORTED +UPDATE JOB +ERROR$/);
     expect(lines[1]).toMatch(/^gw-1 +stable +manual +1\.0 \(#1\) +1\.0 \(#1\) +installed +\d+s ago +- +-$/);
@@ -217,6 +217,7 @@ describe('drover app devices', () => {
     // After a rollout paused: which devices failed, and why.
     const failures = await run(['app', 'devices', 'firmware', '--state', 'failed']);
     expect(failures.stdout.split('\n')).toHaveLength(3);
+    expect(failures.stderr).toBe('1 device\n');
     expect(failures.stdout).toContain('gw-2 ');
     expect(failures.stdout).toContain('step 1 (install) exited with 3');
     expect((await run(['app', 'devices', appId, '--state', 'none'])).stdout).toMatch(/\ngw-3 [^\n]*\n$/);
@@ -231,6 +232,110 @@ describe('drover app devices', () => {
     expect(settled(json)).toEqual(settled(binding));
     const failedJson = JSON.parse((await run(['app', 'devices', 'firmware', '--state', 'failed', '--json'])).stdout);
     expect(failedJson).toMatchObject([{ agentId: failed!.agentId, state: 'failed' }]);
+  });
+
+  it('reads a page at a time, says how many match and the command of the next page, and --all reads them all', async () => {
+    const binding = (await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${appId}/devices`)).body;
+    const rowsOf = (stdout: string) =>
+      stdout
+        .split('\n')
+        .slice(1, -1)
+        .map((line) => line.split(/ +/)[0]);
+
+    const first = await run(['app', 'devices', 'firmware', '--limit', '2']);
+    expect(first.code).toBe(0);
+    expect(rowsOf(first.stdout)).toEqual(['gw-1', 'gw-2']);
+    const next = /^2 of 3 devices\nMore devices follow: drover app devices firmware --limit 2 --cursor (\d+)\n$/.exec(
+      first.stderr,
+    );
+    expect(next, first.stderr).not.toBeNull();
+    const second = await run(['app', 'devices', 'firmware', '--limit', '2', '--cursor', next![1]!]);
+    expect(second).toMatchObject({ code: 0, stderr: '1 of 3 devices\n' });
+    expect(rowsOf(second.stdout)).toEqual(['gw-3']);
+
+    // --json prints the page as the API answers it; the count and the next page stay on standard error.
+    const page = await run(['app', 'devices', 'firmware', '--limit', '1', '--json']);
+    expect((JSON.parse(page.stdout) as BindingBody[]).map((b) => b.agentId)).toEqual([binding[0]!.agentId]);
+    expect(page.stderr).toMatch(
+      /^1 of 3 devices\nMore devices follow: drover app devices firmware --limit 1 --cursor \d+\n$/,
+    );
+
+    const all = await run(['app', 'devices', 'firmware', '--limit', '1', '--all']);
+    expect(all).toMatchObject({ code: 0, stderr: '3 devices\n' });
+    expect(rowsOf(all.stdout)).toEqual(['gw-1', 'gw-2', 'gw-3']);
+    const lines = await run(['app', 'devices', 'firmware', '--limit', '1', '--all', '--json']);
+    expect(lines).toMatchObject({ code: 0, stderr: '' });
+    const devices = lines.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as BindingBody);
+    expect(devices.map((b) => b.agentId)).toEqual(binding.map((b) => b.agentId));
+  });
+
+  it('narrows the list on the coordinator by channel, state, name and agent, the filters repeated in the next page', async () => {
+    const rowsOf = (stdout: string) =>
+      stdout
+        .split('\n')
+        .slice(1, -1)
+        .map((line) => line.split(/ +/)[0]);
+    const byName = await run(['app', 'devices', 'firmware', '--name', 'GW-2']);
+    expect(byName).toMatchObject({ code: 0, stderr: '1 device\n' });
+    expect(rowsOf(byName.stdout)).toEqual(['gw-2']);
+    const byAgents = await run(['app', 'devices', 'firmware', '--agent', 'gw-3', '--agent', agents[0]!.agentId]);
+    expect(rowsOf(byAgents.stdout)).toEqual(['gw-1', 'gw-3']);
+    const paged = await run(['app', 'devices', 'firmware', '--agent', 'gw-3', '--agent', 'gw-1', '--limit', '1']);
+    expect(paged.stderr).toMatch(
+      /^1 of 2 devices\nMore devices follow: drover app devices firmware --agent gw-3 --agent gw-1 --limit 1 --cursor \d+\n$/,
+    );
+    // `none` (no report yet) is narrowed by the coordinator too: the count is the API's.
+    const none = await run(['app', 'devices', 'firmware', '--state', 'none', '--channel', 'stable']);
+    expect(none).toMatchObject({ code: 0, stderr: '1 device\n' });
+    expect(rowsOf(none.stdout)).toEqual(['gw-3']);
+    expect(await run(['app', 'devices', 'firmware', '--channel', 'beta'])).toEqual({
+      code: 0,
+      stdout: 'No device of firmware matches.\n',
+      stderr: '',
+    });
+    expect(await run(['app', 'devices', 'firmware', '--agent', 'gw-9'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: no agent `gw-9` in the organization\n',
+    });
+  });
+
+  it('refuses a bad flag value before any call', async () => {
+    // No coordinator listens there: a refusal is said before any call is tried.
+    const offline = { DROVER_URL: 'http://127.0.0.1:9' };
+    const refusals: [string[], string][] = [
+      [['--limit', '0'], '--limit: expected an integer from 1 to 500, got `0`'],
+      [['--limit', '501'], '--limit: expected an integer from 1 to 500, got `501`'],
+      [['--limit', '-5'], '--limit: expected an integer from 1 to 500, got `-5`'],
+      [['--limit', '1e2'], '--limit: expected an integer from 1 to 500, got `1e2`'],
+      [['--limit', 'ten'], '--limit: expected an integer from 1 to 500, got `ten`'],
+      [
+        ['--state', 'faild'],
+        '--state: expected one of idle, downloading, verifying, installing, installed, failed, refused, postponed, none, got `faild` (did you mean failed?)',
+      ],
+      [
+        ['--channel', ''],
+        '--channel: expected a channel name (1 to 63 lowercase letters, digits, ., _ and -, such as stable), got ``',
+      ],
+      [
+        ['--channel', 'Beta'],
+        '--channel: expected a channel name (1 to 63 lowercase letters, digits, ., _ and -, such as stable), got `Beta`',
+      ],
+      [['--name', ''], '--name: expected the text to look for, got nothing'],
+      [['--name', 'x'.repeat(256)], '--name: at most 255 characters, got 256'],
+      [['--agent', ' '], '--agent: expected an agent name or id, got nothing'],
+      [['--cursor', ''], '--cursor: expected the cursor a previous page printed, got nothing'],
+    ];
+    for (const [flags, message] of refusals) {
+      expect(await run(['app', 'devices', 'firmware', ...flags], offline)).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `drover: ${message}\n`,
+      });
+    }
   });
 
   it('refuses an unknown state before any call, and names a missing application', async () => {

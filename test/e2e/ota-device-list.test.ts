@@ -72,6 +72,8 @@ describe("an application's devices: pages, counts, the device group preview", ()
       total: '1',
     });
     expect(await list('state=failed')).toMatchObject({ agents: [], total: '0' });
+    // `none`: the devices that never reported a state (`drover app devices --state none`).
+    expect(await list('state=none&limit=1')).toMatchObject({ agents: [id('kiosk-0')], total: '3' });
     expect(await list('q=nothing-like-it')).toMatchObject({ agents: [], total: '0' });
   });
 

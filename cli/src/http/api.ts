@@ -34,7 +34,8 @@ export function clockOffsetOf(headers: IncomingHttpHeaders, sentAt: number, rece
 
 export interface CallOptions {
   body?: unknown;
-  query?: Record<string, string | number | boolean | undefined>;
+  /** The query's parameters; a list is the parameter once for each of its values (`agentId=…&agentId=…`). */
+  query?: Record<string, string | number | boolean | readonly string[] | undefined>;
   headers?: Record<string, string>;
   /** Wait this long for the answer (a sync trigger run waits for its job). */
   answerTimeoutMs?: number;
@@ -58,7 +59,8 @@ export class Api {
     refuseDotSegments(path);
     const url = new URL(`/v1${path}`, this.origin);
     for (const [name, value] of Object.entries(options.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(name, String(value));
+      if (Array.isArray(value)) for (const one of value as readonly string[]) url.searchParams.append(name, one);
+      else if (value !== undefined) url.searchParams.set(name, String(value));
     }
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;

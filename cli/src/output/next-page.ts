@@ -3,22 +3,24 @@ import type { Runtime } from '../runtime.js';
 
 /**
  * When a list's answer has a next page (its `x-next-cursor` header), says on standard error the
- * command that reads it: `command` with the `flags` given (those not undefined, in order) and
- * `--cursor`, each value quoted for a POSIX shell where it needs it. Standard output keeps the
- * list alone.
+ * command that reads it: `command` with the `flags` given (those not undefined, in order; a list
+ * is the flag once for each value) and `--cursor`, each value quoted for a POSIX shell where it
+ * needs it. Standard output keeps the list alone.
  */
 export function sayNextPage(
   rt: Runtime,
   headers: IncomingHttpHeaders,
   what: string,
   command: string,
-  flags: Record<string, string | number | undefined>,
+  flags: Record<string, string | number | readonly string[] | undefined>,
 ): void {
   const next = headers['x-next-cursor'];
   if (typeof next !== 'string' || next === '') return;
   const again = Object.entries(flags)
-    .filter(([, value]) => value !== undefined)
-    .map(([name, value]) => ` --${name} ${shellWord(String(value))}`)
+    .flatMap(([name, value]) =>
+      (value === undefined ? [] : typeof value === 'object' ? value : [value]).map((one) => [name, one]),
+    )
+    .map(([name, one]) => ` --${name} ${shellWord(String(one))}`)
     .join('');
   rt.err(`More ${what} follow: ${command}${again} --cursor ${next}\n`);
 }

@@ -12264,8 +12264,17 @@ export interface operations {
       query?: {
         /** @description Only the devices on this channel */
         channel?: string;
-        /** @description Only the devices in this state */
-        state?: 'idle' | 'downloading' | 'verifying' | 'installing' | 'installed' | 'failed' | 'refused' | 'postponed';
+        /** @description Only the devices in this state; `none`: those that never reported one */
+        state?:
+          | 'idle'
+          | 'downloading'
+          | 'verifying'
+          | 'installing'
+          | 'installed'
+          | 'failed'
+          | 'refused'
+          | 'postponed'
+          | 'none';
         /** @description Only the devices whose agent's name or hostname holds this text, in any case */
         q?: string;
         /** @description Only the devices of these agents (the parameter once for each, up to 200) */

@@ -18,7 +18,8 @@ import { nameSearch } from '../../util/name-search.js';
 /** What the devices list is narrowed to. */
 export interface DeviceListFilter {
   channel?: string;
-  state?: DeviceState;
+  /** A state the device reported, or `none`: it never reported one. */
+  state?: DeviceState | 'none';
   /** Text the agent's name or hostname holds, in any case. */
   text?: string;
   /** Only the devices of these agents. */
@@ -74,7 +75,7 @@ export async function listDevices(
   const agentIds = filter.agentIds && new Set(filter.agentIds);
   const matches = (b: ListedDeviceBinding) =>
     (filter.channel === undefined || b.channel === filter.channel) &&
-    (filter.state === undefined || b.state === filter.state) &&
+    (filter.state === undefined || b.state === (filter.state === 'none' ? null : filter.state)) &&
     (!agentIds || agentIds.has(b.agentId)) &&
     (!named || named.has(b.agentId));
   const all = (await ctx.repos.deviceBindings.listByApp(app.id)).filter(matches);

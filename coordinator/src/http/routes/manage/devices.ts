@@ -43,7 +43,7 @@ export const DEVICES_MAX_AGENTS = 200;
 
 interface DeviceListQuery {
   channel?: string;
-  state?: DeviceState;
+  state?: DeviceState | 'none';
   q?: string;
   agentId?: string[];
   limit?: number;
@@ -75,7 +75,11 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           properties: {
             channel: { ...channelSchema, description: 'Only the devices on this channel' },
-            state: { type: 'string', enum: DEVICE_STATES, description: 'Only the devices in this state' },
+            state: {
+              type: 'string',
+              enum: [...DEVICE_STATES, 'none'],
+              description: 'Only the devices in this state; `none`: those that never reported one',
+            },
             q: {
               type: 'string',
               minLength: 1,
