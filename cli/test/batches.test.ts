@@ -327,17 +327,21 @@ describe('drover trigger create on a selector, before any call', () => {
       fanout,
       maxParallel,
     });
-    const agents = [
-      { id: A, name: 'build-1', status: 'online' },
-      { id: B, name: 'build-2', status: 'offline' },
-      { id: C, name: 'build-3', status: 'revoked' },
-    ];
+    // What the selector matches, counted by the coordinator (revoked agents left out).
+    const matches = {
+      matching: 2,
+      names: ['build-1', 'build-2'],
+      lacking: 0,
+      lackingNames: [],
+      workflowNames: ['compile'],
+      versions: [],
+    };
     const configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-trigger-'));
     try {
       const created = async (answer: ReturnType<typeof trigger>, args: string[]) => {
         api = await fakeCoordinator({
           [`POST /v1/orgs/${ORG}/triggers`]: [201, answer],
-          [`GET /v1/orgs/${ORG}/agents`]: [200, agents],
+          [`GET /v1/orgs/${ORG}/selector-matches`]: [200, matches],
         });
         writeSession(path.join(configHome, 'drover'), {
           url: api.url,

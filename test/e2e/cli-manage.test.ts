@@ -714,6 +714,13 @@ describe('drover agents --selector and drover agent label', () => {
   });
 });
 
+const MATCH_EDGE =
+  'Selector:   role=edge\n' +
+  'Matches:    3 agents: edge-1, edge-2, edge-3\n' +
+  'Workflow:   rotate: 1 of them do not report it (their jobs would be rejected): edge-3\n' +
+  'Version:    v1 (no params)\n' +
+  'Workflows:  other, rotate\n';
+
 describe('drover batches: selector triggers, drover run on them, drover batch', () => {
   const edges: Record<string, TestAgent> = {};
   const triggers: Record<string, string> = {};
@@ -862,6 +869,69 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
 
     token = (await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [triggers.fleet, triggers.sync] }]))
       .token;
+  });
+
+  it('says what a selector matches now, and what a selector trigger would reach, without running it', async () => {
+    const matched = await inAcme(['agents', 'match', 'role=edge', '--workflow', 'rotate']);
+    expect(matched).toEqual({
+      code: 0,
+      stdout: MATCH_EDGE,
+      stderr: '',
+    });
+    const json = await inAcme(['agents', 'match', 'role=edge', '--workflow', 'rotate', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual(
+      (await t.owner.get(`/orgs/${t.orgId}/selector-matches?selector=role%3Dedge&workflowName=rotate`)).body,
+    );
+    expect(JSON.parse(json.stdout)).toMatchObject({ matching: 3, lacking: 1, lackingNames: ['edge-3'] });
+    expect((await inAcme(['agents', 'match', 'role=edge', '--workflow', 'rotat'])).stdout).toContain(
+      'Workflow:   rotat: none of them reports it (their jobs would be rejected) (did you mean rotate?)\n',
+    );
+    expect(await inAcme(['agents', 'match', 'role=edge,hw!=old'])).toEqual({
+      code: 0,
+      stdout: 'Selector:   role=edge,hw!=old\nMatches:    2 agents: edge-1, edge-2\nWorkflows:  rotate\n',
+      stderr: '',
+    });
+    expect(await inAcme(['agents', 'match', 'role=nothing'])).toEqual({
+      code: 0,
+      stdout: 'Selector:  role=nothing\nMatches:   no agent now\n',
+      stderr: '',
+    });
+
+    // A selector trigger's page says what a run would reach now.
+    const shown = await inAcme(['trigger', 'show', 'fleet']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(
+      /\nA run now:\n {2}Matches: +3 agents: edge-1, edge-2, edge-3\n {2}Workflow: +rotate: 1 of them/
+    );
+
+    // Refused before any call (no coordinator listens there); an API token has no such read.
+    const offline = { DROVER_ORG: 'acme', DROVER_URL: 'http://127.0.0.1:9' };
+    expect(await run(['agents', 'match', 'role in edge'], offline)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "drover: selector: not a label selector: at position 8: expected '(', found 'edge'\n  role in edge\n          ^\n",
+    });
+    expect(await run(['agents', 'match', ' '], offline)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "drover: selector: expected at least one label requirement, e.g. 'role=gateway', got nothing (to reach every " +
+        'agent, select a label they all have, such as os)\n',
+    });
+    expect(await run(['agents', 'match', 'role=edge', '--workflow', ''], offline)).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --workflow: expected a workflow name of 1 to 128 characters, got ``\n',
+    });
+    expect(
+      await run(['agents', 'match', 'role=edge'], { DROVER_TOKEN: token, XDG_CONFIG_HOME: '/nonexistent' }),
+    ).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: this command needs a session: sign in with `drover login --email <email>` or `drover login --browser`\n',
+    });
   });
 
   it('follows an async batch with the session to its end, each job as it ends, and exits 1 when one failed', async () => {

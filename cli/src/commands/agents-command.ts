@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AGENT_STATUSES } from '@drover/shared';
 import { listAgents, SELECTOR_NEEDS_SESSION, type Agent } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
+import { configureAgentsMatchCommand } from './agents-match-command.js';
 import { CliError } from '../errors.js';
 import { oneSelector, selectorRefusal } from '../labels/selector.js';
 import { sayNextPage } from '../output/next-page.js';
@@ -26,7 +27,7 @@ interface AgentsFlags {
 const SESSION_FLAGS = ['status', 'name', 'limit', 'cursor'] as const;
 
 export function configureAgentsCommand(program: Command, rt: Runtime): void {
-  program
+  const agents = program
     .command('agents')
     .description("the agents the API token reaches (GET /v1/agents), or with a session the organization's")
     .option(
@@ -84,6 +85,7 @@ export function configureAgentsCommand(program: Command, rt: Runtime): void {
         limit,
       });
     });
+  configureAgentsMatchCommand(agents, rt);
 }
 
 /** Why a flag of the organization's list needs a session. */

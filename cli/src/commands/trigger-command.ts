@@ -11,7 +11,8 @@ import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId, isUuid, pick } from '../session/lookups.js';
-import { agentNamerFor, listAgents } from '../agent-names.js';
+import { agentNamerFor } from '../agent-names.js';
+import { matchFields, readSelectorMatches } from '../labels/selector-matches.js';
 import { loadSettings } from '../settings.js';
 
 type Trigger = Schema<'Trigger'>;
@@ -144,6 +145,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       const agentName =
         trigger.agentId === null ? undefined : (await agentNamerFor(caller, [trigger.agentId]))(trigger.agentId);
       rt.out(formatTrigger(trigger, agentName));
+      if (trigger.agentSelector !== null) rt.out(await reachedNow(caller, trigger));
     });
 
   for (const [name, enabled] of [
@@ -324,7 +326,7 @@ function selectionCell(t: Trigger): string {
 async function describeSelection(caller: SessionCaller, t: Trigger): Promise<string> {
   let now = '';
   try {
-    const count = (await listAgents(caller, t.agentSelector!)).filter((a) => a.status !== 'revoked').length;
+    const count = (await readSelectorMatches(caller, t.agentSelector!, undefined)).matching;
     now = `; ${count} agent${count === 1 ? '' : 's'} now`;
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
@@ -333,4 +335,19 @@ async function describeSelection(caller: SessionCaller, t: Trigger): Promise<str
     return `the agents ${t.agentSelector} selects (a pool: one job per run, on one of them with room${now})`;
   const parallel = t.maxParallel === null ? '' : `, ${t.maxParallel} at a time`;
   return `the agents ${t.agentSelector} selects (a batch: one job each${parallel}${now})`;
+}
+
+/**
+ * What a run of a selector trigger would reach now (`GET .../selector-matches`): the agents, those
+ * of them lacking its workflow and its versions; nothing when the coordinator cannot say.
+ */
+async function reachedNow(caller: SessionCaller, t: Trigger): Promise<string> {
+  const workflow = t.scopeType === 'workflow' && t.workflowName !== null ? t.workflowName : undefined;
+  try {
+    const matches = await readSelectorMatches(caller, t.agentSelector!, workflow);
+    return `\nA run now:\n${formatFields(matchFields(matches, workflow)).replace(/^/gm, '  ')}`;
+  } catch (error) {
+    if (error instanceof ApiError) return '';
+    throw error;
+  }
 }

@@ -32,16 +32,16 @@ export function selectorRefusal(error: unknown, selector: string): unknown {
 }
 
 /**
- * The requirements of a selector given to `--selector`, parsed by the shared rules before any
- * request: one that does not parse is an error naming the option and the position, with a caret
- * under it.
+ * The requirements of a selector given to `--selector` (or the argument `what` names), parsed by
+ * the shared rules before any request: one that does not parse is an error naming the option and
+ * the position, with a caret under it.
  */
-export function parseSelectorOption(selector: string): Requirement[] {
+export function parseSelectorOption(selector: string, what = '--selector'): Requirement[] {
   try {
     return parseSelector(selector);
   } catch (error) {
     if (!(error instanceof SelectorError)) throw error;
-    throw refused(`--selector: not a label selector: ${error.message}`, selector, error.position);
+    throw refused(`${what}: not a label selector: ${error.message}`, selector, error.position);
   }
 }
 
