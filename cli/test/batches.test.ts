@@ -304,7 +304,7 @@ describe('drover trigger create on a selector, before any call', () => {
     });
     expect(await refused(['--selector', 'role=gateway', '--max-parallel', '0'])).toEqual({
       code: 2,
-      stderr: 'drover: --max-parallel: expected a positive integer, got `0`\n',
+      stderr: 'drover: --max-parallel: expected a whole number from 1, got `0`\n',
     });
     expect(await refused(['--selector', 'role=gateway', '--fanout', 'some'])).toEqual({
       code: 2,

@@ -5,6 +5,7 @@ import { listAgents, SELECTOR_NEEDS_SESSION, type Agent } from '../agent-names.j
 import { anyCaller } from '../callers.js';
 import { configureAgentsMatchCommand } from './agents-match-command.js';
 import { CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { oneSelector, selectorRefusal } from '../labels/selector.js';
 import { sayNextPage } from '../output/next-page.js';
 import { labelsCell } from '../labels/show-labels.js';
@@ -55,10 +56,7 @@ export function configureAgentsCommand(program: Command, rt: Runtime): void {
       if (flags.status !== undefined && !(AGENT_STATUSES as readonly string[]).includes(flags.status)) {
         throw new CliError(`--status: expected one of ${AGENT_STATUSES.join(', ')}, got \`${flags.status}\``);
       }
-      const limit = flags.limit === undefined ? undefined : Number(flags.limit);
-      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 500)) {
-        throw new CliError(`--limit: expected an integer from 1 to 500, got \`${flags.limit}\``);
-      }
+      const limit = flags.limit === undefined ? undefined : integerFlag('--limit', flags.limit, 1, 500);
       const caller = anyCaller(settings, rt);
       let agents: Agent[];
       let headers: IncomingHttpHeaders = {};

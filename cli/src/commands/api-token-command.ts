@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
@@ -156,9 +157,7 @@ function storagePermissions(text: string): Permission[] {
 
 function limit(value: string | undefined, option: string): number | null {
   if (value === undefined) return null;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${option}: expected a positive integer, got \`${value}\``);
-  return n;
+  return integerFlag(option, value, 1);
 }
 
 function state(token: ApiToken): string {

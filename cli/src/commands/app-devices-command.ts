@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { agentNamerFor } from '../agent-names.js';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { sayNextPage, shellWord } from '../output/next-page.js';
 import { formatTable } from '../output/table.js';
@@ -68,7 +69,7 @@ export function configureAppDevicesCommand(app: Command, rt: Runtime): void {
     .option('--all', 'every page, not just the first (with --json: one device a line)')
     .option('--json', "print the API's answer (the bindings) as JSON (with --all: one device a line)")
     .action(async (name: string, flags: DevicesFlags, command: Command) => {
-      const limit = pageLimit(flags.limit);
+      const limit = integerFlag('--limit', flags.limit, 1, PAGE.max);
       const state = flags.state === undefined ? undefined : stateFilter(flags.state);
       const channel = flags.channel === undefined ? undefined : channelFilter(flags.channel);
       const text = flags.name === undefined ? undefined : nameFilter(flags.name);
@@ -122,14 +123,6 @@ export function configureAppDevicesCommand(app: Command, rt: Runtime): void {
       rt.out(await devicesTable(caller, found.slug, all, total, narrowing));
       if (all.length > 0) rt.err(`${countLine(all.length, all.length)}\n`);
     });
-}
-
-function pageLimit(value: string): number {
-  const limit = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE.max) {
-    throw new CliError(`--limit: expected an integer from 1 to ${PAGE.max}, got \`${value}\``);
-  }
-  return limit;
 }
 
 function stateFilter(value: string): StateFilter {

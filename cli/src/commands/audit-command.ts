@@ -11,6 +11,7 @@ import {
 import { agentNamerFor } from '../agent-names.js';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { sayNextPage } from '../output/next-page.js';
 import { formatTable } from '../output/table.js';
@@ -66,10 +67,7 @@ export function configureAuditCommand(program: Command, rt: Runtime): void {
     .option('--all', 'every page, not just the first (with --json: one entry a line)')
     .option('--json', "print the API's answer as JSON (with --all: one entry a line)")
     .action(async (flags: AuditFlags, command: Command) => {
-      const limit = Number(flags.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-        throw new CliError(`--limit: expected an integer from 1 to 200, got \`${flags.limit}\``);
-      }
+      const limit = integerFlag('--limit', flags.limit, 1, 200);
       const action = checkAction(flags.action);
       const actorType = checkActorType(flags.actorType);
       checkTargetType(flags.targetType);

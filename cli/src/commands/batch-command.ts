@@ -4,7 +4,8 @@ import { batchPath, exitCodeOfBatch, type Batch, type BatchDetail } from '../bat
 import { batchJobsTable, batchListTable, batchState, describeBatch, printJobEnds } from '../batches/format-batch.js';
 import { waitForBatch } from '../batches/wait-batch.js';
 import { sessionCaller } from '../callers.js';
-import { CliError, CliExit } from '../errors.js';
+import { CliExit } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { printJson } from '../output/json.js';
 import { sayNextPage } from '../output/next-page.js';
 import type { Runtime } from '../runtime.js';
@@ -32,10 +33,7 @@ export function configureBatchCommand(program: Command, rt: Runtime): void {
     .option('--cursor <cursor>', 'the page after the one that ended with this cursor (printed when more follow)')
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: ListFlags, command: Command) => {
-      const limit = Number(flags.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-        throw new CliError(`--limit: expected an integer from 1 to 200, got \`${flags.limit}\``);
-      }
+      const limit = integerFlag('--limit', flags.limit, 1, 200);
       const triggerId = idFlag('--trigger', 'trigger', flags.trigger);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const answer = await caller.api.call<Batch[]>('GET', `/orgs/${await caller.orgId()}/batches`, {

@@ -5,6 +5,7 @@ import { agentNamerFor } from '../agent-names.js';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { sayNextPage } from '../output/next-page.js';
 import { formatTable } from '../output/table.js';
@@ -85,10 +86,7 @@ function configureList(group: Command, rt: Runtime): void {
     .option('--all', 'every page, not just the first (with --json: one token a line)')
     .option('--json', "print the API's answer as JSON (with --all: one token a line)")
     .action(async (flags: ListFlags, command: Command) => {
-      const limit = Number(flags.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > PAGE.max) {
-        throw new CliError(`--limit: expected an integer from 1 to ${PAGE.max}, got \`${flags.limit}\``);
-      }
+      const limit = integerFlag('--limit', flags.limit, 1, PAGE.max);
       const state = checkState(flags.state);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const path = `/orgs/${await caller.orgId()}/enrollment-tokens`;

@@ -3,6 +3,7 @@ import { pause } from '@drover/agent/client';
 import { JOB_SOURCES, JOB_STATUSES } from '@drover/shared';
 import { sessionCaller } from '../callers.js';
 import { CliError, Interrupted } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { readThroughOutage } from '../http/outage.js';
 import type { Job } from '../jobs/job.js';
 import { jsonLine, printJson } from '../output/json.js';
@@ -47,10 +48,7 @@ export function configureJobsCommand(program: Command, rt: Runtime): void {
     )
     .option('--json', "print the API's answer as JSON (with --watch: one job per line, as it appears or changes)")
     .action(async (flags: JobsFlags, command: Command) => {
-      const limit = Number(flags.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-        throw new CliError(`--limit: expected an integer from 1 to 200, got \`${flags.limit}\``);
-      }
+      const limit = integerFlag('--limit', flags.limit, 1, 200);
       if (flags.status !== undefined && !(JOB_STATUSES as readonly string[]).includes(flags.status)) {
         throw new CliError(`--status: expected one of ${JOB_STATUSES.join(', ')}, got \`${flags.status}\``);
       }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { Schema } from '@drover/shared/api';
 import { sessionCaller } from '../callers.js';
-import { CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { ago } from '../output/time.js';
@@ -29,10 +29,7 @@ export function configureOverviewCommand(program: Command, rt: Runtime): void {
     .option('--hours <n>', 'the hours the jobs are counted over (1 to 168)', '24')
     .option('--json', "print the API's answer as JSON (with the jobs of each hour)")
     .action(async (flags: { hours: string; json?: boolean }, command: Command) => {
-      const hours = Number(flags.hours);
-      if (!Number.isInteger(hours) || hours < 1 || hours > 168) {
-        throw new CliError(`--hours: expected an integer from 1 to 168, got \`${flags.hours}\``);
-      }
+      const hours = integerFlag('--hours', flags.hours, 1, 168);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const overview = await caller.api.get<Overview>(`/orgs/${await caller.orgId()}/overview`, { hours });
       if (flags.json) return printJson(rt, overview);

@@ -4,6 +4,7 @@ import { characterCount, nearestName } from '@drover/shared';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { ApiError, CliError } from '../errors.js';
+import { integerFlag } from '../integer-flag.js';
 import { oneSelector, parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import { formatFields, formatTable } from '../output/table.js';
@@ -304,10 +305,7 @@ function triggerTarget(
   let maxParallel: number | undefined;
   if (flags.maxParallel !== undefined) {
     if (fanout === 'one') throw new CliError('--max-parallel needs --fanout all (a pool runs one job per run)');
-    maxParallel = Number(flags.maxParallel);
-    if (!Number.isInteger(maxParallel) || maxParallel < 1) {
-      throw new CliError(`--max-parallel: expected a positive integer, got \`${flags.maxParallel}\``);
-    }
+    maxParallel = integerFlag('--max-parallel', flags.maxParallel, 1);
   }
   return { selector: { agentSelector: flags.selector, fanout, ...(maxParallel === undefined ? {} : { maxParallel }) } };
 }
