@@ -901,7 +901,7 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
     const shown = await inAcme(['trigger', 'show', 'fleet']);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(
-      /\nA run now:\n {2}Matches: +3 agents: edge-1, edge-2, edge-3\n {2}Workflow: +rotate: 1 of them/
+      /\nA run now:\n {2}Matches: +3 agents: edge-1, edge-2, edge-3\n {2}Workflow: +rotate: 1 of them/,
     );
 
     // Refused before any call (no coordinator listens there); an API token has no such read.
@@ -918,6 +918,12 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
       stderr:
         "drover: selector: expected at least one label requirement, e.g. 'role=gateway', got nothing (to reach every " +
         'agent, select a label they all have, such as os)\n',
+    });
+    // The list's options narrow nothing here: refused rather than ignored.
+    expect(await run(['agents', 'match', 'role=edge', '--limit', '5'], offline)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --limit is an option of `drover agents`, not of `drover agents match`\n',
     });
     expect(await run(['agents', 'match', 'role=edge', '--workflow', ''], offline)).toMatchObject({
       code: 2,

@@ -36,6 +36,11 @@ export function configureAgentsMatchCommand(agents: Command, rt: Runtime): void 
           `--workflow: expected a workflow name of 1 to ${MAX_WORKFLOW_NAME} characters, got \`${workflow}\``,
         );
       }
+      // commander gives `agents`'s own options to it wherever they stand: here they would narrow nothing.
+      const listed = Object.keys(command.parent?.opts() ?? {}).find((name) => name !== 'json');
+      if (listed !== undefined) {
+        throw new CliError(`--${listed} is an option of \`drover agents\`, not of \`drover agents match\``);
+      }
       const options = command.optsWithGlobals();
       const caller = sessionCaller(loadSettings(options, rt), rt);
       const matches = await readSelectorMatches(caller, selector, workflow);
