@@ -1,6 +1,8 @@
+import path from 'node:path';
 import type { FinishJobRequest, LogStream, WorkflowDefinition, WorkflowStep } from '@drover/shared';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import { hasFileOutputs, hasInputFiles, jobTimeSignal, paramsWithoutUrls } from '../files/job-phases.js';
+import { describeFileError } from '../state/files.js';
 import { formatDuration } from './durations.js';
 import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
 import { MAX_OUTPUT_BYTES, parseOutputFile, readOutputFile } from './output-file.js';
@@ -87,8 +89,19 @@ export async function prepareJob(files: JobFiles, params: Record<string, unknown
     await prepareJobFiles(files, paramsWithoutUrls(params));
     return null;
   } catch (error) {
-    return `could not prepare the job's workspace: ${(error as Error).message}`;
+    return `could not prepare the job's workspace in ${files.dir}: ${jobFileError(error, files)}`;
   }
+}
+
+/**
+ * Why a job's own file could not be made, in the words of the agent's other file errors (a full
+ * disk says where to free space: `df -h` of `jobs/`, which exists when the job's directory does
+ * not); an error those words do not cover keeps Node's message, which names the path.
+ */
+function jobFileError(error: unknown, files: JobFiles): string {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  const described = describeFileError(error, path.dirname(files.dir));
+  return described === code || !described ? (error as Error).message : described;
 }
 
 /**
@@ -160,7 +173,11 @@ async function runSteps(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
     try {
       writeParamsFile(plan.files, inputs.params);
     } catch (error) {
-      return finish('failed', null, `could not write the job's params file: ${(error as Error).message}`);
+      return finish(
+        'failed',
+        null,
+        `could not write the job's params file ${plan.files.paramsFile}: ${jobFileError(error, plan.files)}`,
+      );
     }
   }
 

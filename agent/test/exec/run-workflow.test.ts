@@ -84,6 +84,22 @@ describe('the executor', () => {
     );
   });
 
+  it('fails a job whose files cannot be written before its first step, saying why in words and where', async () => {
+    // /dev/full answers every write with ENOSPC: the disk of the job's directory is full.
+    const jobId = 'job-full-disk';
+    const files = jobFiles(stateDir, jobId);
+    fs.mkdirSync(files.workspace, { recursive: true });
+    fs.symlinkSync('/dev/full', files.paramsFile);
+    const { result, lines } = await runJob(stateDir, [sh('echo never')], { jobId });
+    expect(result).toMatchObject({ status: 'failed', exitCode: null });
+    // It read `could not prepare the job's workspace: ENOSPC: no space left on device, write`: no path, no advice.
+    expect(result.errorMessage).toBe(
+      `could not prepare the job's workspace in ${files.dir}: no space left on the device ` +
+        `(ENOSPC; free some: \`df -h ${stateDir}/jobs\`)`,
+    );
+    expect(lines.some((l) => l.text === 'never')).toBe(false);
+  });
+
   it('names the param whose value is too long for a variable when its step cannot start', async () => {
     const { result } = await runJob(stateDir, [{ run: 'true' }], { params: { notes: 'n'.repeat(200 * 1024) } });
     expect(result).toMatchObject({ status: 'failed', exitCode: null });
