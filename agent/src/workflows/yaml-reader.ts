@@ -68,6 +68,21 @@ export class YamlReader {
             : `invalid YAML: ${syntaxMessage(error.message)}`;
       this.problems.push({ file, line, column: col, message });
     }
+    // A tag the parser does not know is dropped with only a warning, and its value read without
+    // it: `PASSWORD: !Sup3r` was the empty string, `PASSWORD: !pass word` the text `word`.
+    for (const warning of this.doc.warnings) {
+      if (warning.code !== 'TAG_RESOLVE_FAILED') continue;
+      const { line, col } = this.#lines.linePos(warning.pos[0]);
+      const what = this.#concealValues ? 'a value' : `\`${clip(this.source.slice(warning.pos[0], warning.pos[1]))}\``;
+      this.problems.push({
+        file,
+        line,
+        column: col,
+        message:
+          `invalid YAML: ${what} starts with \`!\`, which YAML reads as a tag, not as text: ` +
+          `quote the value ('!...')`,
+      });
+    }
   }
 
   /** False when the text is not valid YAML (its problems are already recorded). */
@@ -292,7 +307,11 @@ export class YamlReader {
     if (isScalar(node)) {
       const value = (node as Scalar).value;
       if (value === null || value === undefined) return 'nothing';
-      if (this.#concealValues) return typeof value === 'string' ? 'a string' : `a ${typeof value}`;
+      if (this.#concealValues) {
+        if (typeof value === 'string') return 'a string';
+        if (typeof value === 'number' || typeof value === 'boolean') return `a ${typeof value}`;
+        return 'an unsupported value'; // `!!binary`, `!!timestamp`: it read `got a object`
+      }
       if (typeof value === 'string') return `\`${clip(value)}\``;
       if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
     }

@@ -149,6 +149,16 @@ describe('parseWorkflowFile', () => {
     );
   });
 
+  it('refuses a value written unquoted after `!` (a YAML tag), which the parser dropped, reading what followed', async () => {
+    // `args: [!important x]` passed `x`, and `run: !reboot` was an empty command, without a word about the tag.
+    const parsed = await parse('name: x\nsteps:\n  - run: /bin/echo\n    args: [!important x]\n');
+    expect(parsed.definition).toBeNull();
+    expect(parsed.problems.map((p) => `${p.file}:${p.line}: ${p.message}`)).toEqual([
+      "deploy.yaml:4: invalid YAML: `!important` starts with `!`, which YAML reads as a tag, not as text: quote the value ('!...')",
+    ]);
+    expect((await parse('name: x\nsteps:\n  - run: /bin/echo\n    args: ["!important x"]\n')).problems).toEqual([]);
+  });
+
   it('refuses an empty file, a file that is a list, and values of the wrong kind', async () => {
     expect(await problems('')).toEqual([
       'deploy.yaml: the file is empty; expected a workflow with at least `name` and `steps`',

@@ -56,6 +56,22 @@ describe('loadSecrets', () => {
     );
   });
 
+  it('refuses a value written unquoted after `!`, a YAML tag the parser dropped, never naming the value', async () => {
+    // It read `!Sup3rS3cret` as the empty string and `!pass word123` as `word123`, without a word.
+    write('GOOD: "x"\nDB_PASSWORD: !Sup3rS3cret\nTOKEN: !pass word123\nBLOB: !!binary aGVsbG8=\n');
+    const loaded = await loadSecrets(stateDir);
+    expect(loaded.secrets).toEqual({});
+    expect(loaded.problem).not.toMatch(/Sup3r|pass|word123|aGVs/);
+    expect(loaded.problem).toBe(
+      "secrets.yaml:2: invalid YAML: a value starts with `!`, which YAML reads as a tag, not as text: quote the value ('!...'); " +
+        "secrets.yaml:3: invalid YAML: a value starts with `!`, which YAML reads as a tag, not as text: quote the value ('!...'); " +
+        'secrets.yaml:4: BLOB: expected a string (quote the value: BLOB: "..."), got an unsupported value; ' +
+        'until it is fixed no secrets are given to any job',
+    );
+    write('DB_PASSWORD: "!Sup3rS3cret"\nTOKEN: \'!pass word123\'\n');
+    expect(await loadSecrets(stateDir)).toEqual({ secrets: { DB_PASSWORD: '!Sup3rS3cret', TOKEN: '!pass word123' } });
+  });
+
   it('refuses the whole file for a value holding a NUL character, which no environment variable can, never naming the value', async () => {
     write('GOOD: "x"\nTOKEN: "s3cr\\0t"\n');
     const loaded = await loadSecrets(stateDir);
