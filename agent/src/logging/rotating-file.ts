@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { rotatedFile } from './log-files.js';
 
 export interface RotatingFileOptions {
@@ -14,7 +15,7 @@ export interface RotatingFileOptions {
  * single executable cannot load, and a synchronous append loses nothing when the process dies.
  * One line is one `write`, and rotation happens between lines: `agent.log` is renamed to
  * `agent.log.1` (after shifting the older ones; the oldest falls off) and a new file is opened.
- * A write that fails (disk full, directory removed) drops the line rather than throwing into the
+ * A write that fails (disk full, the state directory removed) drops the line rather than throwing into the
  * code that logged it (`write` answers false, and `lastError` says why); the file is reopened at
  * the next write. A line cut short (the disk filled
  * up in the middle of it, or a crash did) is not continued by the next one: that one begins on a
@@ -77,7 +78,7 @@ export class RotatingFile {
   #open(): void {
     try {
       // Readable too: its last byte tells whether a failed write (or a crash) left a line torn.
-      this.#fd = fs.openSync(this.file, 'a+', 0o600);
+      this.#fd = openAppending(this.file);
       const stat = fs.fstatSync(this.#fd);
       this.#size = stat.size;
       this.#ino = stat.ino;
@@ -127,6 +128,26 @@ export class RotatingFile {
       }
     }
     this.#fd = null;
+  }
+}
+
+/**
+ * Opens the file to append; when its directory is gone (a technician cleared `logs/` to free
+ * space while the agent ran), makes that directory again (0700, as the agent made it), only it:
+ * without, every later line went to standard error until a restart, and `drover-agent logs` said
+ * there were none. A state directory gone as a whole stays gone (its lines go to standard error).
+ */
+function openAppending(file: string): number {
+  try {
+    return fs.openSync(file, 'a+', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    try {
+      fs.mkdirSync(path.dirname(file), { mode: 0o700 });
+    } catch {
+      throw error; // its parent is gone too, or it cannot be made: said as the open's failure
+    }
+    return fs.openSync(file, 'a+', 0o600);
   }
 }
 

@@ -91,16 +91,33 @@ describe('RotatingFile', () => {
     expect(read('agent.log')).toBe(`${line(0)}{"level":30,"m\n${line(1)}{"lev\n${line(3)}`);
   });
 
-  it('drops lines without throwing when the directory is gone, and starts again when it is back', () => {
+  it('makes its directory again when it was removed (logs/ cleared while the agent ran), and writes on', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     onTestFinished(() => void vi.useRealTimers());
     out = new RotatingFile(file, { maxBytes: 1000, maxFiles: 2 });
     out.write(line(1));
     fs.rmSync(dir, { recursive: true });
     vi.advanceTimersByTime(1000); // the file is checked once a second
-    expect(() => out!.write(line(2))).not.toThrow();
-    fs.mkdirSync(dir);
+    // Every line failed (ENOENT) until the directory was made by someone else: until a restart.
+    expect(out.write(line(2))).toBe(true);
+    expect(read('agent.log')).toBe(line(2));
+    expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
+  });
+
+  it('drops lines without throwing when the directory above its own is gone too, and starts again when it is back', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    onTestFinished(() => void vi.useRealTimers());
+    const logs = path.join(dir, 'logs');
+    fs.mkdirSync(logs);
+    out = new RotatingFile(path.join(logs, 'agent.log'), { maxBytes: 1000, maxFiles: 2 });
+    out.write(line(1));
+    fs.rmSync(dir, { recursive: true });
+    vi.advanceTimersByTime(1000);
+    expect(out.write(line(2))).toBe(false);
+    expect((out.lastError as NodeJS.ErrnoException).code).toBe('ENOENT');
+    expect(fs.existsSync(dir)).toBe(false); // a state directory is not made again here
+    fs.mkdirSync(logs, { recursive: true });
     out.write(line(3));
-    expect(read('agent.log')).toBe(line(3));
+    expect(fs.readFileSync(path.join(logs, 'agent.log'), 'utf8')).toBe(line(3));
   });
 });
