@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bytesInWords, countOf } from '@drover/shared';
 import type { Logger } from 'pino';
+import { isAgentError } from '../errors.js';
 import { formatDuration } from '../exec/durations.js';
 import { listStateDir, readStateFile, writeFileAtomic } from '../state/files.js';
 import { parseReport, type Report } from './report.js';
@@ -269,8 +270,11 @@ export class Outbox {
     try {
       return this.#write(report);
     } catch (error) {
-      // A full disk: the log batches make room for what the job's outcome depends on.
-      const code = (error as NodeJS.ErrnoException).code;
+      // A full disk: the log batches make room for what the job's outcome depends on. The file's
+      // error is the cause of writeFileAtomic's (whose own code is bad_state): read on the error
+      // itself, a full disk never made room, and a result was kept in memory only, lost with the
+      // agent, beside megabytes of log batches.
+      const code = ((isAgentError(error) ? error.cause : error) as NodeJS.ErrnoException | undefined)?.code;
       if (!(code === 'ENOSPC' || code === 'EDQUOT') || !this.#dropAllLogs()) return this.#keepInMemory(report);
       try {
         return this.#write(report);

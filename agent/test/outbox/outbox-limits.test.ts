@@ -1,13 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { LogShipper } from '../../src/jobs/log-shipper.js';
 import { FREE_SPACE_RESERVE_BYTES, MAX_JOB_LOG_BYTES, Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender, type Transport } from '../../src/outbox/report-sender.js';
 import type { Report } from '../../src/outbox/report.js';
-import { writeFileAtomic } from '../../src/state/files.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
 
@@ -115,20 +114,23 @@ describe("the outbox's bound on a job's log", () => {
   });
 
   it('makes room for a result on a full disk by dropping log batches, and keeps it in memory if even that fails', () => {
-    // The disk fills up after the log batches, and has room again once a file of the outbox is removed.
+    // The disk fills up after the log batches, and has room again once a file of the outbox is
+    // removed. The outbox writes as the agent does (writeFileAtomic, whose error names the file
+    // and carries the system's as its cause): a writer throwing ENOSPC itself hid that a full
+    // disk never made room, and a result was kept in memory only, lost if the agent stopped.
     let full = false;
-    const outbox = Outbox.open(dir, {
-      freeBytes: () => Infinity,
-      writeFile: (file, text) => {
-        if (full) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
-        writeFileAtomic(file, text);
-      },
-    });
+    const outbox = Outbox.open(dir, { freeBytes: () => Infinity });
     for (let seq = 1; seq <= 50; seq += 10) outbox.append(batch('j', seq));
     full = true;
+    const write = fs.writeFileSync;
+    const writes = vi.spyOn(fs, 'writeFileSync').mockImplementation((...args) => {
+      if (full) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      write(...args);
+    });
+    onTestFinished(() => writes.mockRestore());
     const rm = fs.rmSync;
     const spy = vi.spyOn(fs, 'rmSync').mockImplementation((...args) => {
-      full = false;
+      if (!String(args[0]).endsWith('.tmp')) full = false; // not the failed write's own temporary file
       rm(...args);
     });
     try {
