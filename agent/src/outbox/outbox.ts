@@ -71,6 +71,11 @@ export const FREE_SPACE_RESERVE_BYTES = 64 * 1024 * 1024;
  */
 export const UNREADABLE_RETRY = { firstMs: 60_000, capMs: 3_600_000 };
 
+/** The system's code of a file error: writeFileAtomic's own error (bad_state) carries it as its cause. */
+function errnoCode(error: unknown): string | undefined {
+  return ((isAgentError(error) ? error.cause : error) as NodeJS.ErrnoException | undefined)?.code;
+}
+
 /** Why a file cannot be read, in a technician's words, its error code last. */
 function unreadableCause(error: unknown): string {
   const code = (error as NodeJS.ErrnoException).code;
@@ -274,7 +279,7 @@ export class Outbox {
       // error is the cause of writeFileAtomic's (whose own code is bad_state): read on the error
       // itself, a full disk never made room, and a result was kept in memory only, lost with the
       // agent, beside megabytes of log batches.
-      const code = ((isAgentError(error) ? error.cause : error) as NodeJS.ErrnoException | undefined)?.code;
+      const code = errnoCode(error);
       if (!(code === 'ENOSPC' || code === 'EDQUOT') || !this.#dropAllLogs()) return this.#keepInMemory(report);
       try {
         return this.#write(report);
@@ -298,7 +303,16 @@ export class Outbox {
   #write(report: Report, seq = this.#nextSeq++): OutboxEntry {
     const name = `${String(seq).padStart(12, '0')}-${report.kind}-${safeName(report.jobId)}.json`;
     const text = `${JSON.stringify(report)}\n`;
-    this.#writeFile(path.join(this.dir, name), text);
+    const file = path.join(this.dir, name);
+    try {
+      this.#writeFile(file, text);
+    } catch (error) {
+      // outbox/ removed while the agent ran (cleared by hand): made again, as at the next start,
+      // where every report but the log batches was kept in memory only until a restart.
+      if (errnoCode(error) !== 'ENOENT' || fs.existsSync(this.dir)) throw error;
+      fs.mkdirSync(this.dir, { mode: 0o700 });
+      this.#writeFile(file, text);
+    }
     const entry: OutboxEntry = { name, report, bytes: Buffer.byteLength(text) };
     this.#entries.push(entry);
     return entry;

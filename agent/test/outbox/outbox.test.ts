@@ -72,6 +72,21 @@ describe('the outbox', () => {
     expect(fs.readdirSync(dir).sort().at(-1)).toBe('000000000004-logs-j3.json');
   });
 
+  it('makes outbox/ again when it was removed while the agent ran, and stores the reports there', () => {
+    const outbox = Outbox.open(dir);
+    outbox.append(finish('j1'));
+    fs.rmSync(dir, { recursive: true }); // cleared by hand
+    // The result was kept in memory only (lost with the agent), and every log batch dropped, until a restart.
+    expect(outbox.append(finish('j2'))?.inMemory).toBeUndefined();
+    expect(outbox.append(logs('j3', 1))).not.toBeNull();
+    expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
+    expect(
+      Outbox.open(dir)
+        .entries()
+        .map((e) => e.report),
+    ).toEqual([finish('j2'), logs('j3', 1)]);
+  });
+
   it('sets a damaged file aside and reports it, and ignores temporary files', () => {
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, '000000000001-finish-j1.json'), '{"kind": "finish"');
