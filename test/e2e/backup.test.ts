@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -188,6 +188,52 @@ describe.skipIf(onPostgres)('a backup of a running coordinator on SQLite', () =>
     } finally {
       release();
     }
+  });
+
+  it('finishes, run again, a restore stopped while it moved its files into place; start refuses the directory meanwhile', async () => {
+    const archive = path.join(backups, 'stopped.tar.gz');
+    expect((await cli(['backup', '--data-dir', dataDir, '--to', archive])).code).toBe(0);
+    // What `kill -9` (or a power cut) between the renames leaves: the keys and the blobs moved
+    // into the data directory, the database still in the staging directory, the lock of a
+    // process that is gone.
+    const whole = path.join(tempDir('drover-restore-whole-'), 'data');
+    expect((await cli(['restore', '--from', archive, '--data-dir', whole])).code).toBe(0);
+    const target = path.join(tempDir('drover-restore-stopped-'), 'data');
+    const staging = '.restore-0a1b2c3d';
+    fs.mkdirSync(path.join(target, staging), { recursive: true, mode: 0o700 });
+    for (const name of ['server-ed25519.key', 'secrets.key', 'blobs']) {
+      fs.renameSync(path.join(whole, name), path.join(target, name));
+    }
+    fs.renameSync(path.join(whole, 'drover.sqlite'), path.join(target, staging, 'drover.sqlite'));
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    fs.writeFileSync(path.join(target, 'coordinator.lock'), `${dead}\nboot:12345\n`);
+
+    // A coordinator started there would make a new, empty database beside the restored server key.
+    for (const command of ['migrate', 'start']) {
+      const started = await cli([command, '--port', '0', '--data-dir', target]);
+      expect(started.stderr).toBe(
+        `drover-coordinator: the data directory ${target} holds ${staging}, left by a restore that was stopped before it finished: run drover-coordinator restore into it again (what the stopped one left is removed first)\n`,
+      );
+      expect(started.code).toBe(2);
+      expect(fs.existsSync(path.join(target, 'drover.sqlite'))).toBe(false);
+    }
+
+    const again = await cli(['restore', '--from', archive, '--data-dir', target]);
+    expect(again.stderr).toMatch(
+      /removed blobs, secrets\.key, server-ed25519\.key, moved into place by a restore that was stopped before its database/,
+    );
+    expect(again.stderr).toMatch(/removed \.restore-0a1b2c3d, the staging directory of a restore that was stopped/);
+    expect(again.code, again.stderr).toBe(0);
+    expect(fs.readdirSync(target).sort()).toEqual(['blobs', 'drover.sqlite', 'secrets.key', 'server-ed25519.key']);
+
+    const r = await startTestCoordinator({ dataDir: target, database: 'sqlite' });
+    running.push(r);
+    expect(r.coordinator.bootstrap.created).toBe(false);
+    expect(r.coordinator.ctx.serverKey.publicKey).toBe(agent.serverPublicKey);
+    const storage = await storageClient(r, null, ['read']);
+    const url = await storage.get(`/storage/files/${file.id}/download-url`);
+    expect(url.status, url.text).toBe(200);
+    expect(sha256(Buffer.from(await (await fetch(url.body.downloadUrl)).arrayBuffer()))).toBe(file.sha256);
   });
 
   it('runs the nightly recipe of docs/operations.md: a new backup, the last 7 kept', async () => {

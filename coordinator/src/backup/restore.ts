@@ -7,11 +7,12 @@ import { DATA_DIR_LOCK_FILE, dataDirHolder, lockDataDir } from '../cli/data-dir-
 import { formatBytes } from '../copy-data/report.js';
 import { loadMigrations, recordedMigrations } from '../db/migrate.js';
 import { NewerSchemaError, planMigrations, type RecordedMigration } from '../db/migration-plan.js';
-import { DATABASE_MEMBER, InvalidBackupError, type Manifest } from './archive-format.js';
+import { DATABASE_MEMBER, InvalidBackupError, KEY_MEMBERS, type Manifest } from './archive-format.js';
 import { extractBackup, ExtractWriteError } from './archive-reader.js';
 import { syncDirectory } from './backup.js';
 import { BackupError, failed, fsReason, refused } from './backup-error.js';
 import { silentProgress, type Progress } from './progress.js';
+import { STAGING } from './staging.js';
 
 /**
  * `drover-coordinator restore` (docs/operations.md, "Backup and restore"): a backup into an empty
@@ -42,8 +43,8 @@ export interface RestoreReport {
 
 /** What a data directory may hold and still count as empty: a stale lock, a file system's own folder. */
 const IGNORED = new Set([DATA_DIR_LOCK_FILE, 'lost+found']);
-/** The staging directory's name, `.restore-<random>`: one a killed restore left is removed by the next. */
-const STAGING = /^\.restore-[0-9a-f]{8}$/;
+/** What a restore moves into the data directory before the database, which goes last. */
+const MOVED_BEFORE_DATABASE: ReadonlySet<string> = new Set([...KEY_MEMBERS, 'blobs']);
 
 export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   const started = Date.now();
@@ -78,8 +79,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   let done = false;
   try {
     // Under the lock no other restore runs here: a staging directory is one a killed restore left.
-    removeStaleStaging(dataDir, progress);
     checkEmpty(dataDir, true);
+    removeStaleStaging(dataDir, progress);
     fs.mkdirSync(staging, { mode: 0o700 });
     let bytes = 0;
     progress.step(`reading ${path.basename(from)}: starting`);
@@ -139,27 +140,55 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
 }
 
 /**
- * Removes the staging directories (`.restore-<random>`) that restores killed midway left in the
- * data directory, saying so: only while this restore holds the data directory's lock, when no
- * other restore can be using them.
+ * Removes what restores killed midway left in the data directory, saying so: their staging
+ * directories (`.restore-<random>`), and the files one stopped while it moved its files into
+ * place had moved before its database (movedByStoppedRestore), those first. Only while this
+ * restore holds the data directory's lock, when no other restore can be using them.
  */
 function removeStaleStaging(dataDir: string, progress: Progress): void {
-  let entries: fs.Dirent[];
+  let names: string[];
   try {
-    entries = fs.readdirSync(dataDir, { withFileTypes: true });
+    names = fs.readdirSync(dataDir);
   } catch (error) {
     throw failed(`cannot read the data directory ${dataDir}: ${fsReason(error)}`, error);
   }
-  for (const entry of entries) {
-    if (!entry.isDirectory() || !STAGING.test(entry.name)) continue;
+  const remove = (name: string) => {
     try {
-      fs.rmSync(path.join(dataDir, entry.name), { recursive: true, force: true });
+      fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
     } catch (error) {
-      throw failed(`cannot remove ${path.join(dataDir, entry.name)}: ${fsReason(error)}`, error);
+      throw failed(`cannot remove ${path.join(dataDir, name)}: ${fsReason(error)}`, error);
     }
-    progress.step(`removed ${entry.name}, the staging directory of a restore that was stopped`);
+  };
+  const moved = [...movedByStoppedRestore(dataDir, names)].sort();
+  for (const name of moved) remove(name);
+  if (moved.length > 0) {
+    progress.step(`removed ${moved.join(', ')}, moved into place by a restore that was stopped before its database`);
     progress.end(); // a line of its own, not redrawn by the next step
   }
+  for (const name of names.filter((n) => isStaging(dataDir, n))) {
+    remove(name);
+    progress.step(`removed ${name}, the staging directory of a restore that was stopped`);
+    progress.end();
+  }
+}
+
+/** Whether `name` in the data directory is a restore's staging directory. */
+function isStaging(dataDir: string, name: string): boolean {
+  return STAGING.test(name) && fs.statSync(path.join(dataDir, name), { throwIfNoEntry: false })?.isDirectory() === true;
+}
+
+/**
+ * What a restore stopped while it moved its files into place (`kill -9`, a power cut) left beside
+ * its staging directory: the keys and `blobs`, moved before the database, which that directory
+ * still holds. Only while the data directory holds no database: a restore went into an empty
+ * directory and `start` refuses one with a staging directory (staging.ts), so these are that
+ * restore's; the next restore removes them and restores whole, where it refused the directory as
+ * not empty while `start` ran a new, empty coordinator on the restored server key.
+ */
+function movedByStoppedRestore(dataDir: string, names: readonly string[]): Set<string> {
+  if (names.includes(DATABASE_MEMBER)) return new Set();
+  const staged = names.some((n) => isStaging(dataDir, n) && fs.existsSync(path.join(dataDir, n, DATABASE_MEMBER)));
+  return new Set(staged ? names.filter((n) => MOVED_BEFORE_DATABASE.has(n)) : []);
 }
 
 /**
@@ -228,8 +257,10 @@ function checkEmpty(dataDir: string, lockedByUs = false): void {
   }
   const holder = lockedByUs ? null : dataDirHolder(dataDir);
   if (holder !== null) throw inUse(dataDir, holder);
-  // Not held: a staging directory is one a killed restore left, removed under the lock.
-  const held = names.filter((name) => !IGNORED.has(name) && (lockedByUs || !STAGING.test(name))).sort();
+  // Not held: a staging directory is one a killed restore left, removed under the lock with what
+  // that restore had moved beside it.
+  const moved = movedByStoppedRestore(dataDir, names);
+  const held = names.filter((name) => !IGNORED.has(name) && !isStaging(dataDir, name) && !moved.has(name)).sort();
   if (held.length > 0) {
     const shown = held.slice(0, 3).join(', ') + (held.length > 3 ? `, and ${held.length - 3} more` : '');
     throw refused(

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { isLockHeldError } from '@drover/shared';
+import { unfinishedRestore } from '../backup/staging.js';
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from '../config/config.js';
 import { dataDirHolder, dataDirLockFile, lockDataDir } from './data-dir-lock.js';
 
@@ -82,7 +83,9 @@ export function refuseIfDataDirInUse(dataDir: string): void {
 
 /**
  * Takes the data directory's lock for the rest of this process (released when it exits), or
- * exits 1 in one line: held by another coordinator process, or the directory cannot be made.
+ * exits 1 in one line: held by another coordinator process, or the directory cannot be made; 2
+ * when a restore into it was stopped before it finished (a new, empty database would be made
+ * beside the restored keys).
  */
 export function lockDataDirOrExit(dataDir: string): () => void {
   refuseIfNotADirectory(dataDir);
@@ -94,6 +97,13 @@ export function lockDataDirOrExit(dataDir: string): () => void {
     cannotUse(dataDir, error);
   }
   process.once('exit', release);
+  const staging = unfinishedRestore(dataDir);
+  if (staging !== null) {
+    exitWith(
+      2,
+      `the data directory ${dataDir} holds ${staging}, left by a restore that was stopped before it finished: run drover-coordinator restore into it again (what the stopped one left is removed first)`,
+    );
+  }
   return release;
 }
 
