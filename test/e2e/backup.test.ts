@@ -280,8 +280,9 @@ describe.runIf(onPostgres)('a backup of a coordinator on PostgreSQL', () => {
     const archive = path.join(tempDir('drover-backups-pg-'), 'keys.tar.gz');
     const refused = await cli(['backup', '--data-dir', dataDir, '--to', archive], env);
     expect(refused.stderr).toMatch(
-      /^drover-coordinator: the coordinator keeps its state in PostgreSQL \(postgres:\/\/.+\): back the database up with pg_dump, and the server's keys with drover-coordinator backup --keys-only\n$/,
+      /^drover-coordinator: the coordinator keeps its state in PostgreSQL \(postgres:\/\/.+\): back the database up with pg_dump, and the server's keys with drover-coordinator backup --keys-only, then the files in (.+) with tar\n$/,
     );
+    expect(refused.stderr).toContain(` ${dataDir}/blobs with tar`);
     expect(refused.code).toBe(2);
     expect(fs.existsSync(archive)).toBe(false);
 
@@ -297,5 +298,45 @@ describe.runIf(onPostgres)('a backup of a coordinator on PostgreSQL', () => {
     expect(manifest.database).toBe('postgres');
     expect(fs.readdirSync(restoredDir).sort()).toEqual(['secrets.key', 'server-ed25519.key']);
     expect(loadOrCreateServerKey(restoredDir).publicKey).toBe(t.coordinator.ctx.serverKey.publicKey);
+  });
+
+  it('runs the recipe of docs/operations.md for files kept in the data directory: they download after the restore', async () => {
+    const dataDir = tempDir('drover-backup-pg-files-');
+    const t = await startTestCoordinator({ dataDir });
+    running.push(t);
+    const storage = await storageClient(t, null, ['read', 'write']);
+    const content = 'kept in the data directory of a coordinator on PostgreSQL\n'.repeat(100);
+    const file = (await uploadFile(storage, content, { cleanupRule: 'persistent' })).fileId;
+    const env = await databaseEnv(dataDir);
+    const backups = tempDir('drover-backups-pg-files-');
+    const keys = await cli(
+      ['backup', '--keys-only', '--data-dir', dataDir, '--to', path.join(backups, 'keys.tar.gz')],
+      env,
+    );
+    expect(keys.code, keys.stderr).toBe(0);
+    // The report says the files are left out, and how to back them up.
+    const said = keys.stdout.match(/^the files are in (\S+), not in this backup: .* \((tar .*)\)$/m);
+    expect(said?.[1]).toBe(path.join(dataDir, 'blobs'));
+    const files = path.join(backups, 'files.tar.gz');
+    execFileSync('/bin/sh', ['-c', said![2]!.replace('<file>', files)]);
+    await t.close();
+
+    // On a new machine: the keys restored into an empty data directory, then the files (the
+    // database as pg_restore would bring it back: the same one here).
+    const restoredDir = path.join(tempDir('drover-restore-pg-files-'), 'data');
+    expect((await cli(['restore', '--from', path.join(backups, 'keys.tar.gz'), '--data-dir', restoredDir])).code).toBe(
+      0,
+    );
+    execFileSync('tar', ['-xzf', files, '-C', restoredDir]);
+    const r = await startTestCoordinator({
+      dataDir: restoredDir,
+      env: { DROVER_DATABASE_URL: env.DROVER_DATABASE_URL! },
+    });
+    running.push(r);
+    const url = await (await storageClient(r, null, ['read'])).get(`/storage/files/${file}/download-url`);
+    expect(url.status, url.text).toBe(200);
+    const download = await fetch(url.body.downloadUrl);
+    expect(download.status).toBe(200);
+    expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(content));
   });
 });

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { BackupConfig } from '../config/backup-config.js';
+import { localBlobs, type BackupConfig } from '../config/backup-config.js';
 import { readDataDirKeys } from '../copy-data/data-dir-keys.js';
 import { formatBytes } from '../copy-data/report.js';
 import { SqliteSource } from '../db/copy/sqlite-source.js';
@@ -87,8 +87,10 @@ export async function backup(options: BackupOptions): Promise<BackupReport> {
   const progress = options.progress ?? silentProgress;
   const keysOnly = options.keysOnly === true;
   if (config.database.kind === 'postgres' && !keysOnly) {
+    // Files kept in the data directory are in neither pg_dump's dump nor --keys-only's archive.
+    const files = config.storage.kind === 'disk' ? `, then the files in ${localBlobs(config)} with tar` : '';
     throw refused(
-      `the coordinator keeps its state in PostgreSQL (${config.database.redactedUrl}): back the database up with pg_dump, and the server's keys with drover-coordinator backup --keys-only`,
+      `the coordinator keeps its state in PostgreSQL (${config.database.redactedUrl}): back the database up with pg_dump, and the server's keys with drover-coordinator backup --keys-only${files}`,
     );
   }
   checkTarget(options.to, options.force === true, config.dataDir);
@@ -136,7 +138,7 @@ export async function backup(options: BackupOptions): Promise<BackupReport> {
     const files = { copied: 0, bytes: 0, vanished: 0 };
     if (blobs === 'included') {
       progress.step('copying files: starting');
-      await copyBlobs(writer, snapshot, path.join(config.dataDir, 'blobs'), members, files, progress);
+      await copyBlobs(writer, snapshot, localBlobs(config), members, files, progress);
     }
     const manifest: Manifest = {
       ...header,

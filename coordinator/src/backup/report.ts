@@ -1,4 +1,4 @@
-import type { BackupConfig } from '../config/backup-config.js';
+import { localBlobs, type BackupConfig } from '../config/backup-config.js';
 import { formatBytes } from '../copy-data/report.js';
 import type { BackupReport } from './backup.js';
 
@@ -25,6 +25,11 @@ export function backupReportLines(config: BackupConfig, report: BackupReport): s
   }
   if (config.database.kind === 'postgres') {
     lines.push(`the database is not in this backup: back it up with pg_dump (${config.database.redactedUrl})`);
+    if (config.storage.kind === 'disk') {
+      lines.push(
+        `the files are in ${localBlobs(config)}, not in this backup: back that directory up after the database (tar -C ${config.dataDir} -czf <file> blobs)`,
+      );
+    }
   }
   return lines;
 }

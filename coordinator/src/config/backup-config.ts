@@ -43,3 +43,6 @@ export function loadBackupConfig(
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ dataDir, database, storage });
 }
+
+/** Where the coordinator keeps its files without DROVER_STORAGE_URL (storage/local-backend.ts). */
+export const localBlobs = (config: BackupConfig): string => path.join(config.dataDir, 'blobs');

@@ -178,12 +178,15 @@ describe('backup refuses, writing nothing', () => {
     expect(fs.readdirSync(backups).filter((n) => n.includes('partial'))).toEqual([]);
   });
 
-  it('PostgreSQL without --keys-only, pointing to pg_dump (before connecting)', async () => {
+  it('PostgreSQL without --keys-only, pointing to pg_dump, and to tar for files in the data directory (before connecting)', async () => {
+    const postgres = { DROVER_DATABASE_URL: 'postgres://drover:hunter2@127.0.0.1:9/drover' };
+    expect(await backupError({ to: path.join(backups, 'pg.tar.gz') }, postgres)).toEqual({
+      code: 'refused',
+      message: `the coordinator keeps its state in PostgreSQL (postgres://drover:****@127.0.0.1:9/drover): back the database up with pg_dump, and the server's keys with drover-coordinator backup --keys-only, then the files in ${dataDir}/blobs with tar`,
+    });
+    const bucket = 's3://drover-files/prod?endpoint=http://127.0.0.1:9000&region=us-east-1&forcePathStyle=true';
     expect(
-      await backupError(
-        { to: path.join(backups, 'pg.tar.gz') },
-        { DROVER_DATABASE_URL: 'postgres://drover:hunter2@127.0.0.1:9/drover' },
-      ),
+      await backupError({ to: path.join(backups, 'pg.tar.gz') }, { ...postgres, DROVER_STORAGE_URL: bucket }),
     ).toEqual({
       code: 'refused',
       message:
@@ -446,5 +449,22 @@ describe('the report of a backup', () => {
       'backed up the database (schema version 34, 10.0 MiB), server-ed25519.key, secrets.key and 12 files (2.0 KiB) to /b/drover.tar.gz (3.0 MiB, 1.3 s)',
       '2 files were deleted after the snapshot, before their blob was copied: restored, they are listed without content',
     ]);
+  });
+
+  it('of the keys of a coordinator on PostgreSQL names what it leaves out: the database, and files kept in the data directory', () => {
+    const keys = { ...report, database: null, blobs: 'left out' as const, files: { copied: 0, bytes: 0, vanished: 0 } };
+    const postgres = { DROVER_DATABASE_URL: 'postgres://drover:hunter2@db.internal/drover' };
+    expect(backupReportLines(loadBackupConfig(postgres, { dataDir }), keys)).toEqual([
+      'backed up server-ed25519.key and secrets.key to /b/drover.tar.gz (3.0 MiB, 1.3 s)',
+      'the database is not in this backup: back it up with pg_dump (postgres://drover:****@db.internal/drover)',
+      `the files are in ${dataDir}/blobs, not in this backup: back that directory up after the database (tar -C ${dataDir} -czf <file> blobs)`,
+    ]);
+    const bucket = 's3://drover-files/prod?endpoint=http://127.0.0.1:9000&region=us-east-1&forcePathStyle=true';
+    expect(backupReportLines(loadBackupConfig({ ...postgres, DROVER_STORAGE_URL: bucket }, { dataDir }), keys)).toEqual(
+      [
+        'backed up server-ed25519.key and secrets.key to /b/drover.tar.gz (3.0 MiB, 1.3 s)',
+        'the database is not in this backup: back it up with pg_dump (postgres://drover:****@db.internal/drover)',
+      ],
+    );
   });
 });
