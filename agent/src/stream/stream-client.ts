@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import { AGENT_REPORTS_CHECKED, AGENT_REPORTS_HEADER, retryAfterMs, StreamEvent } from '@drover/shared';
+import { AGENT_REPORTS_CHECKED, AGENT_REPORTS_HEADER, retryAfterMs, showControls, StreamEvent } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { formatDuration } from '../exec/durations.js';
 import { describeNetworkError } from '../http/client.js';
-import { discardBody, type HttpResponse } from '../http/request.js';
+import { discardBody, readText, type HttpResponse } from '../http/request.js';
 import { OversizedEventError, readEvents, type ServerSentEvent } from './event-reader.js';
 import { openSignedStream, type StreamSigner } from './open-stream.js';
 
@@ -191,7 +191,10 @@ export class StreamClient {
       return;
     }
     if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
-      discardBody(res.body);
+      // A 401 says why in its body (a revoked agent, an unknown one): read, where another is dropped.
+      const why = res.statusCode === 401 ? await refusalMessage(res.body) : null;
+      if (res.statusCode !== 401) discardBody(res.body);
+      if (!current()) return;
       // A date is read on the coordinator's clock, as well as it is known (this answer's Date included).
       const asked =
         res.statusCode === 503 ? retryAfterMs(res.headers['retry-after'], this.#options.clock?.now()) : null;
@@ -201,7 +204,7 @@ export class StreamClient {
         this.#retryAsked(askedMs);
         return;
       }
-      failed(describeRefusal(res.statusCode, contentType));
+      failed(describeRefusal(res.statusCode, contentType, why));
       return;
     }
 
@@ -344,8 +347,25 @@ export class StreamClient {
   }
 }
 
-/** Why an answer is not the event stream: its HTTP status, or what it carries instead. */
-function describeRefusal(status: number, contentType: string): string {
+/**
+ * The `message` of a refusal's JSON body (`The agent has been revoked`), shown as a line of the log
+ * and of `drover-agent status`: control characters and line breaks as `\xHH`, at most 200
+ * characters. Null when the body is not the coordinator's error (a proxy's page), or too large.
+ */
+async function refusalMessage(body: HttpResponse['body']): Promise<string | null> {
+  try {
+    const { message } = JSON.parse(await readText(body, 4096)) as { message?: unknown };
+    if (typeof message !== 'string' || message.trim() === '') return null;
+    const shown = showControls(message.trim());
+    return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
+  } catch {
+    return null;
+  }
+}
+
+/** Why an answer is not the event stream: its HTTP status (with the coordinator's reason), or what it carries instead. */
+function describeRefusal(status: number, contentType: string, why: string | null): string {
+  if (status === 401 && why !== null) return `the coordinator refused the agent signature (HTTP 401: ${why})`;
   if (status === 401)
     return 'the coordinator refused the agent signature (HTTP 401: revoked agent? a clock far off is corrected at the next attempt)';
   if (status !== 200) return `the coordinator answered HTTP ${status}`;
