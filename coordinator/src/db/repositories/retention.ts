@@ -25,9 +25,17 @@ const OVERRIDE_COLUMNS =
   'retention_jobs_days, retention_failed_jobs_days, retention_audit_days, retention_occurrences_days';
 const ORGANIZATIONS = query<OverrideRow & { id: string }, []>(`SELECT id, ${OVERRIDE_COLUMNS} FROM orgs ORDER BY id`);
 const OVERRIDES_OF = query<OverrideRow, [string]>(`SELECT ${OVERRIDE_COLUMNS} FROM orgs WHERE id = ?`);
-const SET_OVERRIDES = command<[number | null, number | null, number | null, number | null, string]>(
-  `UPDATE orgs SET retention_jobs_days = ?, retention_failed_jobs_days = ?, retention_audit_days = ?,
-     retention_occurrences_days = ? WHERE id = ?`,
+/** Each column given (its flag 1) takes its value; the others keep theirs, as this statement reads them. */
+const CHANGE_OVERRIDES = query<
+  OverrideRow,
+  [number, number | null, number, number | null, number, number | null, number, number | null, string]
+>(
+  `UPDATE orgs SET
+     retention_jobs_days = CASE WHEN ? = 1 THEN ? ELSE retention_jobs_days END,
+     retention_failed_jobs_days = CASE WHEN ? = 1 THEN ? ELSE retention_failed_jobs_days END,
+     retention_audit_days = CASE WHEN ? = 1 THEN ? ELSE retention_audit_days END,
+     retention_occurrences_days = CASE WHEN ? = 1 THEN ? ELSE retention_occurrences_days END
+   WHERE id = ? RETURNING ${OVERRIDE_COLUMNS}`,
 );
 
 /**
@@ -147,15 +155,17 @@ export function createRetentionRepository(db: Database): RetentionRepository {
       const row = await db.one(OVERRIDES_OF, [orgId]);
       return row ? toOverrides(row) : null;
     },
-    async setOverrides(orgId, o) {
-      const changed = await db.run(SET_OVERRIDES, [
-        o.jobsDays,
-        o.failedJobsDays,
-        o.auditDays,
-        o.occurrencesDays,
+    async changeOverrides(orgId, change) {
+      const given = (value: number | null | undefined): [number, number | null] =>
+        value === undefined ? [0, null] : [1, value];
+      const row = await db.one(CHANGE_OVERRIDES, [
+        ...given(change.jobsDays),
+        ...given(change.failedJobsDays),
+        ...given(change.auditDays),
+        ...given(change.occurrencesDays),
         orgId,
       ]);
-      return changed > 0;
+      return row ? toOverrides(row) : null;
     },
     deleteJobs(orgId, status, before, limit) {
       return db.transaction(() => deleteJobs(orgId, status, before, limit));

@@ -64,8 +64,12 @@ export interface RetentionRepository {
   /** Every organization with its overrides. */
   organizations(): Promise<{ orgId: string; overrides: RetentionOverrides }[]>;
   overridesOf(orgId: string): Promise<RetentionOverrides | null>;
-  /** Replaces the organization's overrides; false when there is no such organization. */
-  setOverrides(orgId: string, overrides: RetentionOverrides): Promise<boolean>;
+  /**
+   * Sets the fields given of the organization's overrides, the others as they are, in one
+   * statement (changes of different fields at once all stay); the overrides after it, null when
+   * there is no such organization.
+   */
+  changeOverrides(orgId: string, change: Partial<RetentionOverrides>): Promise<RetentionOverrides | null>;
   /**
    * Jobs that ended with `status` before `before` (the oldest first), with their log lines and what names them:
    * at most `rows` rows, a job and each of its log lines counting one (a log longer than that goes

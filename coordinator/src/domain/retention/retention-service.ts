@@ -6,11 +6,11 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { DatabaseSize, DeleteBatch, Deleted, RetentionRepository } from '../model/retention.js';
 import { DELETED_KINDS, ENDED_STATUSES, nothingDeleted } from '../model/retention.js';
 import {
-  applyRetentionChange,
   effectiveRetention,
   isRetentionDays,
   NO_OVERRIDES,
   RETENTION_FIELDS,
+  retentionChange,
   retentionCutoff,
   type Retention,
   type RetentionOverrides,
@@ -125,10 +125,10 @@ export class RetentionService {
    * setting again); applies to existing data at the next sweep. Audited as `org.retention.update`.
    */
   async update(orgId: string, userId: string, change: Record<string, unknown>): Promise<Retention> {
-    const current = await this.deps.repo.overridesOf(orgId);
-    if (!current) throw notFound('Organization');
-    const next = applyRetentionChange(current, change);
-    await this.deps.repo.setOverrides(orgId, next);
+    // Only the fields given are written, in one statement: two owners' changes of different
+    // fields at once both stay (a read, then a write of every field, kept only the last one's).
+    const next = await this.deps.repo.changeOverrides(orgId, retentionChange(change));
+    if (!next) throw notFound('Organization');
     await this.deps.audit.record({
       orgId,
       actorType: 'user',

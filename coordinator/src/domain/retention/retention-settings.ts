@@ -48,12 +48,12 @@ export function isRetentionDays(value: unknown): value is number {
 }
 
 /**
- * An owner's change (`PATCH /orgs/:orgId {retention}`): the fields given replace the
- * organization's values, null returns one to the coordinator's setting. 422 naming the field for
+ * An owner's change (`PATCH /orgs/:orgId {retention}`): the fields given, each to replace the
+ * organization's value (null returns one to the coordinator's setting). 422 naming the field for
  * anything but a whole number of days from 1 to 3650 or null, or a field that is not one of them.
  */
-export function applyRetentionChange(current: RetentionOverrides, change: Record<string, unknown>): RetentionOverrides {
-  const next = { ...current };
+export function retentionChange(change: Record<string, unknown>): Partial<RetentionOverrides> {
+  const fields: Partial<RetentionOverrides> = {};
   for (const [field, value] of Object.entries(change)) {
     const path = `body.retention.${field}`;
     if (!(RETENTION_FIELDS as readonly string[]).includes(field)) {
@@ -65,9 +65,9 @@ export function applyRetentionChange(current: RetentionOverrides, change: Record
         `expected a whole number of days from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS}, or null for the coordinator's setting; got ${JSON.stringify(value)}`,
       );
     }
-    next[field as keyof Retention] = value as number | null;
+    fields[field as keyof Retention] = value as number | null;
   }
-  return next;
+  return fields;
 }
 
 /** The instant before which a row of this age is past its retention. */

@@ -155,6 +155,26 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     }
   });
 
+  it('keeps both of two changes of different fields made at once (two owners, two coordinators)', async () => {
+    for (let i = 0; i < 5; i++) {
+      await service.update(owner.orgId, owner.userId, { jobsDays: null, auditDays: null });
+      // A second service: the other coordinator's, on the same database.
+      await Promise.all([
+        service.update(owner.orgId, owner.userId, { jobsDays: 30 }),
+        new RetentionService(deps()).update(owner.orgId, owner.userId, { auditDays: 730 }),
+      ]);
+      expect((await service.view(owner.orgId)).overrides).toEqual({
+        jobsDays: 30,
+        failedJobsDays: null,
+        auditDays: 730,
+        occurrencesDays: null,
+      });
+    }
+    expect(await service.update(newId(), owner.userId, { jobsDays: 30 }).catch((e: unknown) => e)).toMatchObject({
+      statusCode: 404,
+    });
+  });
+
   it('refuses values that are not whole days from 1 to 3650, naming the field, and changes nothing', async () => {
     for (const [field, value] of [
       ['jobsDays', 0],
