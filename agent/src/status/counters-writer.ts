@@ -8,6 +8,7 @@ import {
   type AgentCounters,
   type CounterName,
 } from './agent-counters.js';
+import { WriteFailures } from './write-failures.js';
 
 /** How long increments gather before the files are rewritten. */
 export const COUNTERS_WRITE_DELAY_MS = 100;
@@ -33,6 +34,7 @@ export class CountersWriter {
   #closed = false;
   readonly #stateDir: string;
   readonly #options: CountersWriterOptions;
+  readonly #failures = new WriteFailures();
 
   constructor(stateDir: string, options: CountersWriterOptions = {}) {
     this.#stateDir = stateDir;
@@ -67,20 +69,24 @@ export class CountersWriter {
   }
 
   #write(): void {
-    const onError = this.#options.onError ?? (() => {});
-    try {
-      writeFileAtomic(path.join(this.#stateDir, COUNTERS_FILE), `${JSON.stringify(this.#counters, null, 2)}\n`, {
-        durable: false,
-      });
-    } catch (error) {
-      onError(error);
-    }
+    const file = path.join(this.#stateDir, COUNTERS_FILE);
+    this.#writeFile(file, () =>
+      writeFileAtomic(file, `${JSON.stringify(this.#counters, null, 2)}\n`, { durable: false }),
+    );
     const { metricsFile } = this.#options;
     if (!metricsFile) return;
+    this.#writeFile(metricsFile, () =>
+      writeFileAtomic(metricsFile, countersAsPrometheus(this.#counters), { durable: false, mode: 0o644 }),
+    );
+  }
+
+  /** A failure is said once per reason until the file is written again (write-failures.ts). */
+  #writeFile(file: string, write: () => void): void {
     try {
-      writeFileAtomic(metricsFile, countersAsPrometheus(this.#counters), { durable: false, mode: 0o644 });
+      write();
+      this.#failures.written(file);
     } catch (error) {
-      onError(error);
+      if (this.#failures.failed(file, error)) this.#options.onError?.(error);
     }
   }
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { writeFileAtomic } from '../state/files.js';
 import { DAEMON_STATUS_FILE, type DaemonStatus } from './daemon-status.js';
+import { WriteFailures } from './write-failures.js';
 
 export type StatusPatch = Partial<Omit<DaemonStatus, 'pid' | 'startedAt' | 'version' | 'updatedAt'>>;
 
@@ -11,7 +12,8 @@ export const STATUS_WRITE_DELAY_MS = 100;
  * Keeps `<state-dir>/status.json` (daemon-status.ts) current for the daemon: each change is
  * merged in and the file rewritten atomically, the changes of `delayMs` written once. The delay keeps the rewrite (a rename over
  * the old file, ~0.6 ms on ext4, which flushes the new data on a replace) off the way of a job
- * that has just arrived, and makes one write of a burst; the file is advisory.
+ * that has just arrived, and makes one write of a burst; the file is advisory. A write that fails
+ * is said (`onError`) once per reason until one succeeds (write-failures.ts).
  */
 export class DaemonStatusWriter {
   #status: DaemonStatus;
@@ -20,6 +22,7 @@ export class DaemonStatusWriter {
   readonly #stateDir: string;
   readonly #onError: (error: unknown) => void;
   readonly #delayMs: number;
+  readonly #failures = new WriteFailures();
 
   constructor(
     stateDir: string,
@@ -59,12 +62,12 @@ export class DaemonStatusWriter {
 
   #write(): void {
     this.#status = { ...this.#status, updatedAt: new Date().toISOString() };
+    const file = path.join(this.#stateDir, DAEMON_STATUS_FILE);
     try {
-      writeFileAtomic(path.join(this.#stateDir, DAEMON_STATUS_FILE), `${JSON.stringify(this.#status, null, 2)}\n`, {
-        durable: false,
-      });
+      writeFileAtomic(file, `${JSON.stringify(this.#status, null, 2)}\n`, { durable: false });
+      this.#failures.written(file);
     } catch (error) {
-      this.#onError(error);
+      if (this.#failures.failed(file, error)) this.#onError(error);
     }
   }
 }

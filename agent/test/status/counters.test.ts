@@ -28,6 +28,35 @@ describe("the agent's counters", () => {
     writer.close();
   });
 
+  it('say a failed write once per reason until a write succeeds, rather than at every count (a full disk)', async () => {
+    const metrics = path.join(root, 'drover.prom');
+    const errors: string[] = [];
+    const writer = new CountersWriter(root, {
+      delayMs: 0,
+      metricsFile: metrics,
+      onError: (error) => void errors.push((error as Error).message),
+    });
+    const count = async (times: number) => {
+      for (let i = 0; i < times; i += 1) {
+        writer.add('reconnects');
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the write it schedules
+      }
+    };
+    fs.rmSync(metrics);
+    fs.mkdirSync(metrics); // the file cannot be replaced now (EISDIR), as a full disk refuses it
+    await count(5);
+    // It said it at each of the 5 writes (one per reconnect attempt on a full disk).
+    expect(errors).toEqual([expect.stringMatching(/^Cannot write .*drover\.prom: /)]);
+    fs.rmdirSync(metrics);
+    await count(1);
+    expect(fs.readFileSync(metrics, 'utf8')).toContain('drover_agent_stream_reconnects_total 6');
+    fs.rmSync(metrics);
+    fs.mkdirSync(metrics);
+    await count(2);
+    expect(errors).toHaveLength(2); // failing again after a success: said again
+    writer.close();
+  });
+
   it('go on from what the previous run left in counters.json', () => {
     const first = new CountersWriter(root, { delayMs: 0 });
     const since = first.current.since;
