@@ -45,15 +45,26 @@ export function loadEnrollment(stateDir: string): Enrollment | null {
 }
 
 function enrollmentProblem(value: unknown): string | null {
-  if (typeof value !== 'object' || value === null) return 'not an object';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not an object';
   const v = value as Record<string, unknown>;
   for (const key of ['url', 'agentId', 'orgId', 'serverPublicKey', 'enrolledAt'] as const) {
-    if (typeof v[key] !== 'string') return `\`${key}\` is missing`;
+    // Said as it is: `agentId` is missing, when it stood there as a number, sent one looking for nothing.
+    if (v[key] === undefined) return `\`${key}\` is missing`;
+    if (typeof v[key] !== 'string') return `\`${key}\` is not text (${kindOf(v[key])})`;
   }
   if (!AGENT_ID_PATTERN.test(v.agentId as string)) return '`agentId` is not a UUID';
   if (!decodeRawKey(v.serverPublicKey as string)) return '`serverPublicKey` is not a 32-byte key';
   return null;
 }
+
+const kindOf = (value: unknown): string =>
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'a list'
+      : typeof value === 'object'
+        ? 'an object'
+        : `a ${typeof value}`;
 
 export function saveEnrollment(stateDir: string, enrollment: Enrollment): void {
   const { url, agentId, orgId, serverPublicKey, enrolledAt } = enrollment;

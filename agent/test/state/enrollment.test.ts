@@ -113,6 +113,20 @@ describe('agent.json', () => {
     }
   });
 
+  it('says what is wrong with a field of agent.json: missing or not text, or the file not an object', () => {
+    const file = statePath(stateDir, 'enrollment');
+    const write = (value: unknown) => fs.writeFileSync(file, JSON.stringify(value));
+    const damaged = (problem: string) => `${file} is damaged (${problem}); enroll again with --force`;
+    write({ ...enrollment, agentId: 5 });
+    // It read `agentId` is missing, for a field standing there.
+    expect(() => loadEnrollment(stateDir)).toThrow(damaged('`agentId` is not text (a number)'));
+    write([enrollment]);
+    expect(() => loadEnrollment(stateDir)).toThrow(damaged('not an object'));
+    const { url: _url, ...withoutUrl } = enrollment;
+    write(withoutUrl);
+    expect(() => loadEnrollment(stateDir)).toThrow(damaged('`url` is missing'));
+  });
+
   it('refuses a url that is no coordinator URL, saying which file and field', () => {
     withUrl('https://drover.example.com/api');
     const file = statePath(stateDir, 'enrollment');
