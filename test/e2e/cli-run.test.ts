@@ -166,6 +166,46 @@ describe('drover run with an API token', () => {
     expect(res.stdout).toMatch(/^Job [0-9a-f-]{36} is still (pending|queued|running): the trigger's wait ended/);
   });
 
+  it('says that the job may still run, and how to get it back, when a sync run is interrupted (Ctrl-C, SIGTERM)', async () => {
+    const { t, a } = rig;
+    const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'gated-sync-long',
+        agentId: a.agentId,
+        scopeType: 'workflow',
+        workflowName: 'gated',
+        responseMode: 'sync',
+        responseTimeoutMs: 60_000,
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [res.body.id] }]);
+    const args = ['run', res.body.id, '--wait', '--param', 'gate=interrupted-gate', '--idempotency-key', 'ci-42'];
+    const waiting = spawnDrover(args, { env: { ...env, DROVER_TOKEN: token.token } });
+    try {
+      const jobId = await eventually(
+        async () => {
+          const jobs = (await t.owner.get(`/orgs/${t.orgId}/jobs?triggerId=${res.body.id}`)).body;
+          return jobs[0]?.status === 'running' ? (jobs[0].id as string) : undefined;
+        },
+        20_000,
+        'the running job',
+      );
+      rig.jobIds.push(jobId);
+      waiting.child.kill('SIGTERM');
+      const ended = await waiting.exited;
+      expect(ended.code).toBe(130);
+      expect(ended.stdout).toBe('');
+      expect(ended.stderr).toBe(
+        'drover: interrupted while the run waited for its answer: the job may have started and still run; ' +
+          'run again with --idempotency-key ci-42 to get its answer, or find it with `drover jobs`\n',
+      );
+    } finally {
+      openGate('interrupted-gate');
+      await stopDrover(waiting);
+    }
+  });
+
   it('exits 3 when a rate limit rejects the run, with the API message', async () => {
     const first = await run(['run', triggers.greet!], { DROVER_TOKEN: limitedToken });
     expect(first.code).toBe(0);

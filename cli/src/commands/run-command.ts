@@ -4,7 +4,7 @@ import { isBatchAnswer, type BatchAccepted, type BatchResult } from '../batches/
 import { reportBatchRun } from '../batches/run-batch.js';
 import { anyCaller, optionalSessionCaller, type Caller } from '../callers.js';
 import { parseDuration } from '../duration.js';
-import { CliError, CliExit, NoAnswer } from '../errors.js';
+import { CliError, CliExit, Interrupted, NoAnswer } from '../errors.js';
 import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
 import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
 import { knownJobStatus, type RunAccepted, type RunResult } from '../jobs/job.js';
@@ -131,12 +131,19 @@ async function runTrigger(
   try {
     return await caller.api.call<RunAnswer>('POST', path, options);
   } catch (error) {
-    if (!(error instanceof NoAnswer) || !(error.afterSending || (waitTimeoutMs !== undefined && error.timedOut)))
-      throw error;
     const getBack =
       idempotencyKey === undefined
         ? 'find it with `drover jobs` (a session), or next time pass --idempotency-key to get it back by running again'
         : `run again with --idempotency-key ${idempotencyKey} to get its answer, or find it with \`drover jobs\``;
+    if (error instanceof Interrupted) {
+      // Ctrl-C (or a CI's SIGTERM) while a sync trigger's run waited for its answer: sent, it started a job.
+      throw new CliError(
+        `interrupted while the run waited for its answer: the job may have started and still run; ${getBack}`,
+        EXIT.interrupted,
+      );
+    }
+    if (!(error instanceof NoAnswer) || !(error.afterSending || (waitTimeoutMs !== undefined && error.timedOut)))
+      throw error;
     if (waitTimeoutMs !== undefined && error.timedOut) {
       throw new CliError(
         `no answer from the run within --wait-timeout ${flags.waitTimeout}: the job may still run; ${getBack}`,
