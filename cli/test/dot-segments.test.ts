@@ -48,3 +48,23 @@ describe('an id of dots', () => {
     expect(api.calls).toEqual([]);
   });
 });
+
+describe('an empty id', () => {
+  it.each([
+    [['job', '']],
+    [['cancel', '']],
+    [['trigger', 'delete', '']],
+    [['api-token', 'revoke', '']],
+    [['batch', 'show', '']],
+    [['batch', 'cancel', '']],
+    [['files', 'download', '']],
+    [['run', '']],
+  ])('drover %j is refused, nothing called', async (args) => {
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG }, cwd: configHome });
+    api.calls.length = 0;
+    expect(await runCli(args, rt)).toBe(2);
+    expect(rt.stderr()).toBe('drover: expected an id (or a name), got nothing\n');
+    expect(rt.stdout()).toBe('');
+    expect(api.calls).toEqual([]);
+  });
+});

@@ -205,11 +205,15 @@ function tlsRefusal(code: string, host: string): string | null {
  * An id given on the command line goes into the path (encoded), but a URL reads a segment `.` or
  * `..` (`%2e` too) as a step, never as a name: `drover trigger delete ..` would call
  * `DELETE /v1/orgs/:orgId/`, `drover files download ..` read the organization as a file. Such an
- * argument names nothing, so it is refused before any call.
+ * argument names nothing, so it is refused before any call; so is an empty one.
  */
 function refuseDotSegments(path: string): void {
-  const dots = path.split('/').find((segment) => /^(?:\.|%2e){1,2}$/i.test(segment));
+  const segments = path.split('?')[0]!.split('/').slice(1);
+  const dots = segments.find((segment) => /^(?:\.|%2e){1,2}$/i.test(segment));
   if (dots !== undefined) throw new CliError(`\`${decodeURIComponent(dots)}\` is not an id (nor a name)`);
+  // An empty argument (`drover job ''`) leaves an empty segment: the coordinator, which ignores a
+  // trailing slash, would read the collection (`/jobs/`), or answer in its route's words.
+  if (segments.includes('')) throw new CliError('expected an id (or a name), got nothing');
 }
 
 function parseJson(text: string): unknown {
