@@ -12,6 +12,25 @@ import { eventually } from '../helpers/poll.js';
 const CHANNEL = '1180000000000000555';
 const EPHEMERAL = 64;
 
+/** A MESSAGE_CREATE of a user's message that mentions the bot, as Discord's Gateway sends it. */
+const mention = (id: string, channelId: string) => ({
+  id,
+  channel_id: channelId,
+  guild_id: DISCORD_GUILD.id,
+  author: { id: '1180000000000000654', username: 'linus', global_name: 'Linus', discriminator: '0', avatar: null },
+  member: { nick: 'linus-ops', roles: [] },
+  content: `<@${DISCORD_APP_ID}> backup target=files`,
+  mentions: [{ id: DISCORD_APP_ID, username: 'drover', bot: true }],
+  type: 0,
+  timestamp: new Date().toISOString(),
+  tts: false,
+  mention_everyone: false,
+  mention_roles: [],
+  attachments: [],
+  embeds: [],
+  pinned: false,
+});
+
 describe('Discord chat triggers', () => {
   const discord = new FakeDiscord();
   let rig: DaemonRig;
@@ -223,23 +242,7 @@ describe('Discord chat triggers', () => {
   it('starts a run from a mention of the bot on the Gateway and replies to the message, once per message', async () => {
     await eventually(async () => discord.gatewayReady(), 20_000, 'the coordinator to identify on the Gateway');
     const before = (await jobs()).length;
-    const message = {
-      id: '1180000000000042001',
-      channel_id: CHANNEL,
-      guild_id: DISCORD_GUILD.id,
-      author: { id: '1180000000000000654', username: 'linus', global_name: 'Linus', discriminator: '0', avatar: null },
-      member: { nick: 'linus-ops', roles: [] },
-      content: `<@${DISCORD_APP_ID}> backup target=files`,
-      mentions: [{ id: DISCORD_APP_ID, username: 'drover', bot: true }],
-      type: 0,
-      timestamp: new Date().toISOString(),
-      tts: false,
-      mention_everyone: false,
-      mention_roles: [],
-      attachments: [],
-      embeds: [],
-      pinned: false,
-    };
+    const message = mention('1180000000000042001', CHANNEL);
     // A message posted through a webhook (a CI job, another app's integration): its author is the
     // webhook's id and name, not a user, and it carries `webhook_id` (Discord's message object).
     const fromWebhook = {
@@ -306,23 +309,7 @@ describe('Discord chat triggers', () => {
     discord.threads.set(thread, CHANNEL);
     const inThread = () =>
       discord.received('POST', `/api/v10/channels/${thread}/messages`).map((r) => r.body as Record<string, any>);
-    const message = {
-      id: '1180000000000042101',
-      channel_id: thread,
-      guild_id: DISCORD_GUILD.id,
-      author: { id: '1180000000000000654', username: 'linus', global_name: 'Linus', discriminator: '0', avatar: null },
-      member: { nick: 'linus-ops', roles: [] },
-      content: `<@${DISCORD_APP_ID}> backup target=files`,
-      mentions: [{ id: DISCORD_APP_ID, username: 'drover', bot: true }],
-      type: 0,
-      timestamp: new Date().toISOString(),
-      tts: false,
-      mention_everyone: false,
-      mention_roles: [],
-      attachments: [],
-      embeds: [],
-      pinned: false,
-    };
+    const message = mention('1180000000000042101', thread);
     const before = (await jobs()).length;
     discord.dispatchMessage(message);
     const answer = await eventually(

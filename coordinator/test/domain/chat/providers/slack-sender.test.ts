@@ -6,6 +6,21 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { ChatDelivery } from '../../../../src/domain/chat/notifications/sender.js';
 import { SlackSender } from '../../../../src/domain/chat/providers/senders/slack-sender.js';
 
+/** The app's settings with its Web API at `url`. */
+const config = (url: string) => ({
+  clientId: '1111.2222',
+  clientSecret: 'secret',
+  signingSecret: 'signing-secret',
+  apiUrl: url,
+  authorizeUrl: 'https://slack.example/oauth/v2/authorize',
+});
+const delivery: ChatDelivery = {
+  target: { type: 'channel', teamId: 'T0DROVER1', channelId: 'C0DEPLOYS' },
+  payload: { kind: 'chat_answer', text: 'hello' },
+  token: 'xoxb-test-bot-token',
+  publicUrl: 'https://drover.example.com',
+};
+
 /**
  * Slack's Web API answering with `response_metadata.warnings`, as it does for a request it took
  * but wants changed (https://api.slack.com/web#responses), and not reachable at all: what the Web
@@ -38,19 +53,6 @@ describe("SlackSender and the Web API client's own messages", () => {
       },
     }),
   );
-  const config = (url: string) => ({
-    clientId: '1111.2222',
-    clientSecret: 'secret',
-    signingSecret: 'signing-secret',
-    apiUrl: url,
-    authorizeUrl: 'https://slack.example/oauth/v2/authorize',
-  });
-  const delivery: ChatDelivery = {
-    target: { type: 'channel', teamId: 'T0DROVER1', channelId: 'C0DEPLOYS' },
-    payload: { kind: 'chat_answer', text: 'hello' },
-    token: 'xoxb-test-bot-token',
-    publicUrl: 'https://drover.example.com',
-  };
 
   beforeAll(async () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -107,22 +109,7 @@ describe('SlackSender and a 503 with Retry-After', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const send = () =>
-    new SlackSender(
-      {
-        clientId: '1111.2222',
-        clientSecret: 'secret',
-        signingSecret: 'signing-secret',
-        apiUrl,
-        authorizeUrl: 'https://slack.example/oauth/v2/authorize',
-      },
-      pino({ level: 'silent' }),
-    ).send({
-      target: { type: 'channel', teamId: 'T0DROVER1', channelId: 'C0DEPLOYS' },
-      payload: { kind: 'chat_answer', text: 'hello' },
-      token: 'xoxb-test-bot-token',
-      publicUrl: 'https://drover.example.com',
-    });
+  const send = () => new SlackSender(config(apiUrl), pino({ level: 'silent' })).send(delivery);
 
   it('is retried after the wait it asks for; `Retry-After: 0` leaves the wait to the outbox', async () => {
     await expect(send()).rejects.toMatchObject({ retry: 'later', retryAfterMs: 120_000 });
