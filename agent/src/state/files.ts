@@ -85,7 +85,8 @@ function unusableDir(dir: string, what: string, error: unknown): AgentError {
 /**
  * Why a file operation failed, in a technician's words, for the causes an edge machine meets
  * (`dir`: where to free space): a full disk, a read-only file system (remounted so after an
- * error), a failing disk, a permission. Any other cause is its error code (or message).
+ * error), a failing disk, a permission, a directory removed or a file or directory in the wrong
+ * place. Any other cause is its error code (or message).
  */
 export function describeFileError(error: unknown, dir: string): string {
   const code = (error as NodeJS.ErrnoException)?.code;
@@ -103,6 +104,14 @@ export function describeFileError(error: unknown, dir: string): string {
       return `permission denied (${code})`;
     case 'EINVAL':
       return (error as Error).message; // readStateFile's words: a FIFO or a device in a file's place
+    case 'ENOENT':
+      return 'its directory is missing (ENOENT): was it removed while the agent ran? Restart the agent to make it again';
+    case 'ENOTDIR':
+      return 'a file stands where a directory of its path belongs (ENOTDIR): move that file away';
+    case 'EISDIR':
+      return 'a directory stands where the file belongs (EISDIR): move that directory away';
+    case 'ELOOP':
+      return 'a loop of symbolic links on its path (ELOOP)';
     default:
       return code ?? (error as Error)?.message;
   }
@@ -133,10 +142,22 @@ export function writeFileAtomic(
     }
     fs.renameSync(temp, file);
   } catch (error) {
-    fs.rmSync(temp, { force: true });
+    removeLeftover(temp);
     throw stateError(`Cannot write ${file}`, error, file);
   }
   if (durable) syncDir(path.dirname(file));
+}
+
+/**
+ * Removes what a failed write may have left, if it can: where the write failed because its
+ * directory is gone or is a file, the removal fails too, and must not hide the write's own error.
+ */
+function removeLeftover(file: string): void {
+  try {
+    fs.rmSync(file, { force: true });
+  } catch {
+    // Nothing was left there.
+  }
 }
 
 /**
@@ -161,7 +182,7 @@ export async function writeFileAtomicAsync(
     await fillAndFlush(await openOnPool(temp, 'wx'), content);
     fs.renameSync(temp, file);
   } catch (error) {
-    fs.rmSync(temp, { force: true });
+    removeLeftover(temp);
     await others;
     throw stateError(`Cannot write ${file}`, error, file);
   }

@@ -271,6 +271,34 @@ describe('a state file that cannot be written', () => {
     }
   });
 
+  it('says a directory removed, or a file or a directory in the wrong place, in words', () => {
+    // What a technician clearing space or copying files by hand leaves (no mock: the real errors).
+    const gone = path.join(root, 'gone', 'journal.json');
+    expect(() => writeFileAtomic(gone, '{}')).toThrow(
+      new AgentError(
+        'bad_state',
+        `Cannot write ${gone}: its directory is missing (ENOENT): was it removed while the agent ran? Restart the agent to make it again`,
+      ),
+    );
+    fs.writeFileSync(path.join(root, 'jobs'), 'not a directory');
+    const under = path.join(root, 'jobs', 'journal.json');
+    expect(() => writeFileAtomic(under, '{}')).toThrow(
+      new AgentError(
+        'bad_state',
+        `Cannot write ${under}: a file stands where a directory of its path belongs (ENOTDIR): move that file away`,
+      ),
+    );
+    fs.mkdirSync(path.join(root, 'agent.json'));
+    const file = path.join(root, 'agent.json');
+    expect(() => writeFileAtomic(file, '{}')).toThrow(
+      new AgentError(
+        'bad_state',
+        `Cannot write ${file}: a directory stands where the file belongs (EISDIR): move that directory away`,
+      ),
+    );
+    expect(fs.readdirSync(root).sort()).toEqual(['agent.json', 'jobs']);
+  });
+
   it('says what to do when the state directory cannot be made (a user whose home is not its own)', () => {
     const dir = path.join(root, 'nonexistent', '.drover-agent');
     const spy = vi.spyOn(fs, 'mkdirSync').mockImplementation(() => {
