@@ -29,6 +29,8 @@ export interface RangeServer {
   /** Each GET: its Range and If-Range headers and the status answered. */
   requests: { range: string | undefined; ifRange: string | undefined; status: number }[];
   bytesSent: number;
+  /** Trickled answers still going out (the server counts their bytes until it sees them closed). */
+  trickling: number;
   /** Serves other bytes from now on (another ETag). */
   replace(content: Buffer): void;
   close(): Promise<void>;
@@ -45,6 +47,7 @@ export async function startRangeServer(content: Buffer): Promise<RangeServer> {
     expired: new Set(),
     requests: [],
     bytesSent: 0,
+    trickling: 0,
     replace: (next) => {
       state.content = next;
       state.etag = `"${sha256(next)}"`;
@@ -92,6 +95,8 @@ export async function startRangeServer(content: Buffer): Promise<RangeServer> {
     const { cutEvery, trickle } = state.mishaps;
     if (trickle) {
       let at = start;
+      state.trickling++;
+      res.on('close', () => state.trickling--);
       const timer = setInterval(() => {
         const piece = body.subarray(at, Math.min(size, at + trickle.bytes));
         at += piece.length;
