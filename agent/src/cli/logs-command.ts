@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Command } from 'commander';
 import { formatRecord, levelNumber, LEVEL_NAMES, showControls, showControlsInJson } from '@drover/shared';
 import { followLogs, readLogs, type LogFilter, type LogLine } from '../logging/read-logs.js';
@@ -57,6 +58,13 @@ export function configureLogsCommand(program: Command, io: CliIo): void {
       }
 
       const stateDir = stateDirOf(flags.stateDir);
+      if (!fs.existsSync(stateDir)) {
+        // Another directory than the agent's (a typo, another user's default): not "no lines yet".
+        io.err(
+          `drover-agent: error: no agent state at ${stateDir}: give the agent's own with --state-dir (or DROVER_AGENT_STATE_DIR)\n`,
+        );
+        throw new CliExit(1);
+      }
       const color = io === processIo && process.stdout.isTTY === true && !process.env.NO_COLOR;
       // What a job or a workflow put in the log is shown, never obeyed by the terminal: control
       // characters as `\xHH` (JSON lines stay the same JSON, with `\u00HH` escapes).

@@ -131,6 +131,13 @@ describe('drover-agent logs', () => {
     expect(res.code).toBe(0);
     expect(res.out).toBe('');
     expect(res.err).toBe(`No log lines yet in ${path.join(stateDir, 'logs', 'agent.log')} (and its rotated files).\n`);
+    // No agent's state there at all (a mistyped --state-dir): an error, not "no lines yet".
+    const elsewhere = path.join(stateDir, 'no-such-agent');
+    expect(await run('logs', '--state-dir', elsewhere)).toEqual({
+      code: 1,
+      out: '',
+      err: `drover-agent: error: no agent state at ${elsewhere}: give the agent's own with --state-dir (or DROVER_AGENT_STATE_DIR)\n`,
+    });
   });
 
   it('refuses an unknown level, a job that is not an id and a bad line count, with exit code 2', async () => {
