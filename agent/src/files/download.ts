@@ -151,6 +151,8 @@ export class ResumableDownload {
         await handle.close();
       }
       if (this.#have < this.#req.expectedSize) {
+        // Stopped by the agent (its shutdown) as the body ended: not the network's doing.
+        if (this.#req.signal.aborted) throw abortError(this.#req.signal);
         throw this.#closedEarly(
           new TransferError(
             'retry',
