@@ -342,12 +342,30 @@ export function readFileIfExists(file: string): string | null {
   try {
     return readStateFile(file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      // A link left pointing nowhere (its target moved or deleted) is not a file never written.
+      const target = danglingLinkTarget(file);
+      if (target === null) return null;
+      throw new AgentError(
+        'bad_state',
+        `Cannot read ${file}: it is a symbolic link to ${target}, which does not exist: put the file back there, or remove the link`,
+        { cause: error },
+      );
+    }
     // Most often a command run as another user than the files' (sudo, or the service reading
     // what root wrote): said with both users and what to run.
     if (isPermissionError(error))
       throw new AgentError('bad_state', describePermissionDenied('Cannot read', file), { cause: error });
     throw stateError(`Cannot read ${file}`, error, file);
+  }
+}
+
+/** Where `file` points, when it is a symbolic link (whose target is missing); null otherwise. */
+function danglingLinkTarget(file: string): string | null {
+  try {
+    return fs.lstatSync(file).isSymbolicLink() ? fs.readlinkSync(file) : null;
+  } catch {
+    return null;
   }
 }
 

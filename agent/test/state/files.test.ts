@@ -195,8 +195,17 @@ describe('atomic writes', () => {
     await expect(fillBlankFile(path.join(root, 'missing'), '{}', 64)).rejects.toThrow(/Cannot write .*ENOENT/);
   });
 
-  it('reads a missing file as null', () => {
+  it('reads a missing file as null, and refuses a link to a missing file naming where it points', () => {
     expect(readFileIfExists(path.join(root, 'nope'))).toBeNull();
+    const file = path.join(root, 'agent.json');
+    const target = path.join(root, 'moved', 'agent.json');
+    fs.symlinkSync(target, file);
+    expect(() => readFileIfExists(file)).toThrow(
+      new AgentError(
+        'bad_state',
+        `Cannot read ${file}: it is a symbolic link to ${target}, which does not exist: put the file back there, or remove the link`,
+      ),
+    );
   });
 
   it('refuses a FIFO in its place at once, naming it, rather than wait for a writer for ever', () => {
