@@ -60,6 +60,7 @@ export const OUTSIDE_THE_DATABASE = [
   'test/e2e/agent-proxy.test.ts',
   'test/e2e/agent-secret-masking.test.ts',
   'test/e2e/agent-self-update.test.ts',
+  'test/e2e/agent-self-update-no-previous.test.ts',
   'test/e2e/agent-tls.test.ts',
   'test/e2e/agent-workflows-cli.test.ts',
   'test/e2e/flapping-link.test.ts',

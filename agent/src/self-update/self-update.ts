@@ -77,6 +77,8 @@ export class SelfUpdate {
   #trial: SelfUpdateMarker | null = null;
   #timer: NodeJS.Timeout | null = null;
   #settled = false;
+  /** The rollback could not put the previous binary back: the new one runs on, confirmed if it connects. */
+  #stuck = false;
 
   constructor(options: SelfUpdateOptions) {
     this.#options = options;
@@ -223,7 +225,9 @@ export class SelfUpdate {
     void reportDeployState(parts.deploy, this.#log, marker.applicationId, 'installed');
     this.#clear();
     this.#log.info(
-      `self-update to ${version} confirmed: connected to the coordinator; ${marker.fromVersion} is kept as ${marker.previous}`,
+      this.#stuck
+        ? `self-update to ${version} confirmed: connected to the coordinator after its deadline, ${marker.fromVersion} not being there to put back (${marker.previous})`
+        : `self-update to ${version} confirmed: connected to the coordinator; ${marker.fromVersion} is kept as ${marker.previous}`,
     );
   }
 
@@ -270,7 +274,11 @@ export class SelfUpdate {
     this.#timer.unref();
   }
 
-  /** Puts the previous binary back and restarts into it; it reports the failure. */
+  /**
+   * Puts the previous binary back and restarts into it; it reports the failure. When it cannot be
+   * put back (`.previous` removed), the new binary is what runs: it stays on trial with no deadline,
+   * so that connecting confirms it (the job ends, the marker goes); each start tries the rollback again.
+   */
   #rollback(marker: SelfUpdateMarker, reason: string): void {
     this.#settled = true;
     this.#trial = null;
@@ -284,8 +292,11 @@ export class SelfUpdate {
       this.#log.fatal(
         { err: error },
         `self-update: cannot put ${marker.previous} back as ${marker.executable} (${(error as Error).message}); ` +
-          `${marker.toVersion} keeps running: put the previous binary back by hand`,
+          `${marker.toVersion} keeps running, and is confirmed if it connects: put the previous binary back by hand to go back`,
       );
+      this.#settled = false;
+      this.#stuck = true;
+      this.#trial = marker;
       return;
     }
     this.#options.restart(`rollback to ${marker.fromVersion}`);
