@@ -115,6 +115,8 @@ export class DeployStateStore {
     const next: AppDeployState = { ...this.get(applicationId), ...patch, updatedAt: new Date().toISOString() };
     const apps = new Map(this.#apps).set(applicationId, next);
     const content: DeployStateFile = { version: 1, apps: Object.fromEntries(apps) };
+    // `deploy/` removed while the agent runs (the file may be deleted: docs/agent.md) is made again.
+    makeStateDir(path.dirname(this.file), 'the record of over-the-air updates');
     writeFileAtomic(this.file, `${JSON.stringify(content, null, 2)}\n`);
     this.#apps = apps;
     return next;

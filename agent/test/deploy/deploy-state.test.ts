@@ -38,6 +38,14 @@ describe('deploy/state.json', () => {
     expect(again.applicationIds()).toEqual([APP]);
   });
 
+  it('makes deploy/ again when it was removed while the agent runs, rather than failing every write until a restart', () => {
+    const store = DeployStateStore.open(dir);
+    fs.rmSync(path.join(dir, 'deploy'), { recursive: true });
+    store.update(APP, { current: { releaseId: 'r2', version: '2.0', sequence: 4 } });
+    expect(fs.statSync(path.join(dir, 'deploy')).mode & 0o777).toBe(0o700);
+    expect(DeployStateStore.open(dir).get(APP).current).toMatchObject({ releaseId: 'r2', version: '2.0' });
+  });
+
   it('sets a damaged file aside and starts without history, saying so', () => {
     fs.mkdirSync(path.join(dir, 'deploy'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'deploy', 'state.json'), '{"version":1,"apps":{"x":{"current":{"version":3}}}}');
