@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { DEVICE_STATES, nearestName } from '@drover/shared';
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
@@ -8,6 +7,7 @@ import { CliError } from '../errors.js';
 import { integerFlag } from '../integer-flag.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { sayNextPage, shellWord } from '../output/next-page.js';
+import { countLine, readEveryPage, totalOf } from '../output/pages.js';
 import { formatTable } from '../output/table.js';
 import { ago, shortTime } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
@@ -98,7 +98,7 @@ export function configureAppDevicesCommand(app: Command, rt: Runtime): void {
         const total = totalOf(answer.headers, answer.body.length);
         if (flags.json) printJson(rt, answer.body);
         else rt.out(await devicesTable(caller, found.slug, answer.body, total, narrowing));
-        if (total > 0) rt.err(`${countLine(answer.body.length, total)}\n`);
+        if (total > 0) rt.err(`${countLine(answer.body.length, total, 'device', 'devices')}\n`);
         sayNextPage(rt, answer.headers, 'devices', `drover app devices ${shellWord(name)}`, {
           channel,
           state,
@@ -109,19 +109,15 @@ export function configureAppDevicesCommand(app: Command, rt: Runtime): void {
         return;
       }
       const all: Binding[] = [];
-      let cursor = flags.cursor;
       let total = 0;
-      do {
-        const answer = await page(cursor);
-        total = totalOf(answer.headers, total);
-        if (flags.json) for (const device of answer.body) rt.out(jsonLine(device));
-        else all.push(...answer.body);
-        const next = answer.headers['x-next-cursor'];
-        cursor = typeof next === 'string' && next !== '' ? next : undefined;
-      } while (cursor !== undefined);
+      await readEveryPage(page, flags.cursor, (devices, headers) => {
+        total = totalOf(headers, total);
+        if (flags.json) for (const device of devices) rt.out(jsonLine(device));
+        else all.push(...devices);
+      });
       if (flags.json) return;
       rt.out(await devicesTable(caller, found.slug, all, total, narrowing));
-      if (all.length > 0) rt.err(`${countLine(all.length, all.length)}\n`);
+      if (all.length > 0) rt.err(`${countLine(all.length, all.length, 'device', 'devices')}\n`);
     });
 }
 
@@ -144,17 +140,6 @@ function nameFilter(value: string): string {
   if (value === '') throw new CliError('--name: expected the text to look for, got nothing');
   if (value.length > MAX_NAME) throw new CliError(`--name: at most ${MAX_NAME} characters, got ${value.length}`);
   return value;
-}
-
-/** How many devices match, from the answer's `x-total-count` (a coordinator without it: those it answered). */
-function totalOf(headers: IncomingHttpHeaders, fallback: number): number {
-  const total = Number(headers['x-total-count']);
-  return typeof headers['x-total-count'] === 'string' && Number.isInteger(total) && total >= 0 ? total : fallback;
-}
-
-/** How many of the devices that match a page shows: `3 devices`, or `100 of 10000 devices` for a part of them. */
-function countLine(shown: number, total: number): string {
-  return `${shown === total ? '' : `${shown} of `}${total} ${total === 1 ? 'device' : 'devices'}`;
 }
 
 /** What narrows the list: `--state`, and whether any other filter does. */

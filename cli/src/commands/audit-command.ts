@@ -14,6 +14,7 @@ import { CliError } from '../errors.js';
 import { integerFlag } from '../integer-flag.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { sayNextPage } from '../output/next-page.js';
+import { readEveryPage } from '../output/pages.js';
 import { formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
@@ -111,14 +112,10 @@ export function configureAuditCommand(program: Command, rt: Runtime): void {
         return;
       }
       const all: AuditEntry[] = [];
-      let cursor = flags.cursor;
-      do {
-        const answer = await page(cursor);
-        if (flags.json) for (const entry of answer.body) rt.out(jsonLine(entry));
-        else all.push(...answer.body);
-        const next = answer.headers['x-next-cursor'];
-        cursor = typeof next === 'string' && next !== '' ? next : undefined;
-      } while (cursor !== undefined);
+      await readEveryPage(page, flags.cursor, (entries) => {
+        if (flags.json) for (const entry of entries) rt.out(jsonLine(entry));
+        else all.push(...entries);
+      });
       if (!flags.json) rt.out(all.length === 0 ? 'No entries.\n' : await auditTable(caller, all));
     });
 }

@@ -8,6 +8,7 @@ import { CliError } from '../errors.js';
 import { integerFlag } from '../integer-flag.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { sayNextPage } from '../output/next-page.js';
+import { readEveryPage } from '../output/pages.js';
 import { formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
@@ -104,14 +105,10 @@ function configureList(group: Command, rt: Runtime): void {
         return;
       }
       const all: EnrollmentToken[] = [];
-      let cursor = flags.cursor;
-      do {
-        const answer = await page(cursor);
-        if (flags.json) for (const token of answer.body) rt.out(jsonLine(token));
-        else all.push(...answer.body);
-        const next = answer.headers['x-next-cursor'];
-        cursor = typeof next === 'string' && next !== '' ? next : undefined;
-      } while (cursor !== undefined);
+      await readEveryPage(page, flags.cursor, (tokens) => {
+        if (flags.json) for (const token of tokens) rt.out(jsonLine(token));
+        else all.push(...tokens);
+      });
       if (!flags.json) rt.out(all.length === 0 ? 'No enrollment tokens.\n' : await tokenTable(caller, all));
     });
 }
