@@ -52,10 +52,24 @@ const ENTRY = {
   metadata: {},
   createdAt: '2026-12-01T10:00:00.000Z',
 };
+const TRIGGER = {
+  id: '8c2f1a3b-4d5e-4f60-9a7b-8c9d0e1f2a3b',
+  name: 'deploy',
+  type: 'webhook',
+  responseMode: 'async',
+  scopeType: 'agent',
+  workflowName: null,
+  agentId: null,
+  agentSelector: 'role=gateway',
+  fanout: 'all',
+  maxParallel: null,
+};
+
 describe('--all on a coordinator that answers the same cursor again', () => {
   for (const [command, route, item] of [
     [['audit', '--all'], `GET /v1/orgs/${ORG}/audit`, ENTRY],
     [['audit', '--all', '--json'], `GET /v1/orgs/${ORG}/audit`, ENTRY],
+    [['trigger', 'list', '--all'], `GET /v1/orgs/${ORG}/triggers`, TRIGGER],
     [['enrollment-token', 'list', '--all', '--json'], `GET /v1/orgs/${ORG}/enrollment-tokens`, { id: 'x' }],
   ] as const) {
     it(`drover ${command.join(' ')} stops with an error at the repeated cursor, not reading the pages again`, async () => {

@@ -139,6 +139,62 @@ describe('drover management commands', () => {
     });
   });
 
+  it('lists triggers a page at a time, narrowed by the coordinator, with their count and the next page', async () => {
+    const ids: string[] = [];
+    for (const name of ['paged-a', 'paged-b', 'paged-c', 'paged-d', 'paged-e']) {
+      const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+        body: { name, agentId: agent.agentId, scopeType: 'workflow', workflowName: 'deploy', responseMode: 'async' },
+      });
+      expect(created.status, created.text).toBe(201);
+      ids.push(created.body.id as string);
+    }
+    const rowsOf = (stdout: string) =>
+      stdout
+        .split('\n')
+        .slice(1, -1)
+        .map((line) => line.split(/ +/)[0]);
+    const first = await run(['trigger', 'list', '--name', 'paged-', '--limit', '2']);
+    expect(first.code).toBe(0);
+    expect(rowsOf(first.stdout)).toEqual(ids.slice(0, 2));
+    const next = /^More triggers follow: drover trigger list --name paged- --limit 2 --cursor (\S+)\n$/m.exec(
+      first.stderr,
+    );
+    expect(first.stderr.startsWith('2 of 5 triggers\n'), first.stderr).toBe(true);
+    expect(next, first.stderr).not.toBeNull();
+    const second = await run(['trigger', 'list', '--name', 'paged-', '--limit', '2', '--cursor', next![1]!]);
+    expect(rowsOf(second.stdout)).toEqual(ids.slice(2, 4));
+    // --json is one page; with --all, every trigger that matches, one a line.
+    const page = JSON.parse((await run(['trigger', 'list', '--name', 'paged-', '--limit', '2', '--json'])).stdout);
+    expect(page.map((one: { id: string }) => one.id)).toEqual(ids.slice(0, 2));
+    const all = await run([
+      'trigger',
+      'list',
+      '--name',
+      'PAGED-',
+      '--type',
+      'webhook',
+      '--limit',
+      '2',
+      '--all',
+      '--json',
+    ]);
+    expect(all).toMatchObject({ code: 0, stderr: '' });
+    expect(
+      all.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line).id),
+    ).toEqual(ids);
+    const table = await run(['trigger', 'list', '--name', 'paged-', '--limit', '2', '--all']);
+    expect(rowsOf(table.stdout)).toEqual(ids);
+    expect(table.stderr).toBe('5 triggers\n');
+    expect((await run(['trigger', 'list', '--name', 'paged-', '--type', 'cron', '--all'])).stdout).toBe(
+      'No triggers match.\n',
+    );
+    expect(await run(['trigger', 'list', '--limit', '501'])).toMatchObject({ code: 2 });
+    for (const id of ids) expect((await t.owner.delete(`/orgs/${t.orgId}/triggers/${id}`)).status).toBe(200);
+  });
+
   it('issues an API token that works at once, lists it, and revokes it', async () => {
     const issued = await run([
       'api-token',

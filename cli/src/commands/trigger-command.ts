@@ -6,7 +6,9 @@ import { parseDuration } from '../duration.js';
 import { ApiError, CliError } from '../errors.js';
 import { integerFlag } from '../integer-flag.js';
 import { oneSelector, parseSelectorOption } from '../labels/selector.js';
-import { printJson } from '../output/json.js';
+import { jsonLine, printJson } from '../output/json.js';
+import { sayNextPage } from '../output/next-page.js';
+import { countLine, readEveryPage, totalOf } from '../output/pages.js';
 import { formatFields, formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
@@ -25,6 +27,18 @@ const MAX_NAME_LENGTH = 255;
 
 /** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
 const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
+
+/** The coordinator's page of triggers: this command's default, and its most. */
+const PAGE = { default: 100, max: 500 };
+
+interface ListFlags {
+  type?: string;
+  name?: string;
+  limit: string;
+  cursor?: string;
+  all?: boolean;
+  json?: boolean;
+}
 
 interface CreateFlags {
   name: string;
@@ -105,33 +119,54 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
 
   group
     .command('list')
-    .description('the triggers, oldest first')
+    .description('the triggers, oldest first, a page at a time')
     .option('--type <type>', `only the triggers of this type (${TRIGGER_TYPES.join(', ')})`)
     .option('--name <text>', 'only the triggers whose name holds this text, in any case')
-    .option('--json', "print the API's answer as JSON")
-    .action(async (flags: { type?: string; name?: string; json?: boolean }, command: Command) => {
+    .option('--limit <n>', `how many a page (1 to ${PAGE.max})`, String(PAGE.default))
+    .option('--cursor <cursor>', 'the page after the one that ended with this cursor (printed when more follow)')
+    .option('--all', 'every page, not just the first (with --json: one trigger a line)')
+    .option('--json', "print the API's answer as JSON (with --all: one trigger a line)")
+    .action(async (flags: ListFlags, command: Command) => {
       const type = checkType(flags.type);
       if (flags.name !== undefined && (flags.name === '' || characterCount(flags.name) > MAX_NAME_LENGTH)) {
         throw new CliError(`--name: expected 1 to ${MAX_NAME_LENGTH} characters of a trigger's name`);
       }
+      const limit = integerFlag('--limit', flags.limit, 1, PAGE.max);
+      if (flags.cursor === '') throw new CliError('--cursor: expected the cursor a previous page printed, got nothing');
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-      const query = { type, q: flags.name };
-      const triggers = await caller.api.get<Trigger[]>(`/orgs/${await caller.orgId()}/triggers`, query);
-      if (flags.json) return printJson(rt, triggers);
-      if (triggers.length === 0) return rt.out(type || flags.name ? 'No triggers match.\n' : 'No triggers.\n');
-      const agentName = await agentNamerFor(
-        caller,
-        triggers.flatMap((t) => (t.agentId === null ? [] : [t.agentId])),
-      );
-      const rows = triggers.map((t) => [
-        t.id,
-        t.name,
-        t.type,
-        t.responseMode,
-        t.scopeType === 'agent' ? '(any)' : t.workflowName,
-        t.agentId === null ? selectionCell(t) : agentName(t.agentId),
-      ]);
-      rt.out(formatTable(['ID', 'NAME', 'TYPE', 'MODE', 'WORKFLOW', 'AGENT'], rows));
+      const path = `/orgs/${await caller.orgId()}/triggers`;
+      const page = (cursor: string | undefined) =>
+        caller.api.call<Trigger[]>('GET', path, { query: { type, q: flags.name, limit, cursor } });
+      const none = type || flags.name ? 'No triggers match.\n' : 'No triggers.\n';
+
+      if (!flags.all) {
+        const answer = await page(flags.cursor);
+        const total = totalOf(answer.headers, answer.body.length);
+        if (flags.json) printJson(rt, answer.body);
+        else
+          rt.out(
+            answer.body.length > 0
+              ? await triggerTable(caller, answer.body)
+              : total > 0
+                ? 'No more triggers after that cursor.\n'
+                : none,
+          );
+        if (total > 0) rt.err(`${countLine(answer.body.length, total, 'trigger', 'triggers')}\n`);
+        sayNextPage(rt, answer.headers, 'triggers', 'drover trigger list', {
+          type,
+          name: flags.name,
+          limit: limit === PAGE.default ? undefined : limit,
+        });
+        return;
+      }
+      const all: Trigger[] = [];
+      await readEveryPage(page, flags.cursor, (triggers) => {
+        if (flags.json) for (const trigger of triggers) rt.out(jsonLine(trigger));
+        else all.push(...triggers);
+      });
+      if (flags.json) return;
+      rt.out(all.length === 0 ? none : await triggerTable(caller, all));
+      if (all.length > 0) rt.err(`${countLine(all.length, all.length, 'trigger', 'triggers')}\n`);
     });
 
   group
@@ -197,6 +232,23 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       if (flags.json) return printJson(rt, deleted);
       rt.out(`Deleted the trigger ${deleted.name} (${deleted.id})\n`);
     });
+}
+
+/** The triggers as a table, each agent by name. */
+async function triggerTable(caller: SessionCaller, triggers: Trigger[]): Promise<string> {
+  const agentName = await agentNamerFor(
+    caller,
+    triggers.flatMap((t) => (t.agentId === null ? [] : [t.agentId])),
+  );
+  const rows = triggers.map((t) => [
+    t.id,
+    t.name,
+    t.type,
+    t.responseMode,
+    t.scopeType === 'agent' ? '(any)' : t.workflowName,
+    t.agentId === null ? selectionCell(t) : agentName(t.agentId),
+  ]);
+  return formatTable(['ID', 'NAME', 'TYPE', 'MODE', 'WORKFLOW', 'AGENT'], rows);
 }
 
 /** A trigger of the organization, by id (`GET .../triggers/:id`) or by name. */
