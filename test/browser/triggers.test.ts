@@ -129,7 +129,17 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
   it('creates a webhook trigger: the API refuses a field, the page says so next to it, then it is fixed', async () => {
     await page().getByRole('link', { name: 'New trigger' }).click();
     await page().getByRole('heading', { name: 'New trigger' }).waitFor();
-    await page().getByLabel('Name', { exact: true }).fill('hello by hand');
+    // A name pasted too long is kept whole and refused at its field, not cut to fit without a word;
+    // 200 emoji (200 characters, a name the API takes) are kept too (the browser's maxlength counts
+    // UTF-16 units and kept 127 of them).
+    const name = page().getByLabel('Name', { exact: true });
+    await name.fill('😀'.repeat(200));
+    expect([...(await name.inputValue())]).toHaveLength(200);
+    await name.fill('n'.repeat(256));
+    await page().getByRole('button', { name: 'Create trigger' }).click();
+    expect(await page().locator('#f-name-error').innerText()).toBe('must be at most 255 characters long');
+    expect(await name.inputValue()).toHaveLength(256);
+    await name.fill('hello by hand');
     await page().getByLabel('Workflow', { exact: true }).fill('hello');
     // No agent chosen yet: the page says so at the field, in words (not the pattern of an id).
     await page().getByRole('button', { name: 'Create trigger' }).click();

@@ -54,7 +54,7 @@ export function EnrollAgent({ orgId }: { orgId: string }) {
       <form onSubmit={submit} className="inline-form">
         <label>
           Label (optional)
-          <input value={name} onChange={(e) => setName(e.target.value)} maxLength={255} placeholder="edge machines" />
+          <input value={name} onChange={(e) => setName(e.target.value)} placeholder="edge machines" />
         </label>
         <label>
           Valid for

@@ -245,7 +245,7 @@ function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can:
       <Confirm onSubmit={submitRename} onCancel={() => setMode('idle')} className="inline-form">
         <label>
           New name for {agent.name}
-          <input value={name} onChange={(e) => setName(e.target.value)} maxLength={255} required />
+          <input value={name} onChange={(e) => setName(e.target.value)} required />
         </label>
         <button type="submit" disabled={rename.isPending}>
           Save

@@ -132,7 +132,7 @@ function NewApp({ orgId }: { orgId: string }) {
       <div className="form-grid">
         <div className="field">
           <label htmlFor={errors.props('slug').id}>Slug</label>
-          <input {...errors.props('slug')} value={slug} onChange={(e) => setSlug(e.target.value)} maxLength={63} />
+          <input {...errors.props('slug')} value={slug} onChange={(e) => setSlug(e.target.value)} />
           <span className="hint">lower-case letters, digits and dashes; it cannot be changed</span>
           <FieldError errors={errors} field="slug" idPrefix="app" />
         </div>
@@ -142,7 +142,6 @@ function NewApp({ orgId }: { orgId: string }) {
             {...errors.props('updateWorkflowName')}
             value={workflow}
             onChange={(e) => setWorkflow(e.target.value)}
-            maxLength={128}
           />
           <span className="hint">the workflow that installs a release on the device</span>
           <FieldError errors={errors} field="updateWorkflowName" idPrefix="app" />
@@ -154,7 +153,6 @@ function NewApp({ orgId }: { orgId: string }) {
             value={channel}
             onChange={(e) => setChannel(e.target.value)}
             placeholder="stable"
-            maxLength={63}
           />
           <span className="hint">empty: stable</span>
           <FieldError errors={errors} field="defaultChannel" idPrefix="app" />

@@ -179,12 +179,7 @@ export function IssueTokenForm(props: {
         <FormError error={error} errors={errors} />
         <div className="form-grid">
           <Field errors={errors} field="name" label="Name" hint="tells tokens apart in lists and the audit log">
-            <input
-              {...errors.props('name')}
-              value={draft.name}
-              maxLength={255}
-              onChange={(e) => set('name', e.target.value)}
-            />
+            <input {...errors.props('name')} value={draft.name} onChange={(e) => set('name', e.target.value)} />
           </Field>
         </div>
 

@@ -75,12 +75,7 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
       <div className="form-grid">
         <div className="field">
           <label htmlFor={errors.props('version').id}>Version</label>
-          <input
-            {...errors.props('version')}
-            value={version}
-            onChange={(e) => setVersion(e.target.value)}
-            maxLength={128}
-          />
+          <input {...errors.props('version')} value={version} onChange={(e) => setVersion(e.target.value)} />
           <span className="hint">a label such as 1.4.0; releases are ordered by their sequence, not by it</span>
           <FieldError errors={errors} field="version" idPrefix="rel" />
         </div>

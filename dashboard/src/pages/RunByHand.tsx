@@ -220,7 +220,7 @@ function RunForm(props: {
           ) : (
             <>
               <label htmlFor="run-ref">Ref (optional)</label>
-              <input {...errors.props('ref')} value={ref} onChange={(e) => setRef(e.target.value)} maxLength={255} />
+              <input {...errors.props('ref')} value={ref} onChange={(e) => setRef(e.target.value)} />
             </>
           )}
           <FieldError errors={errors} field="ref" idPrefix="run" />
@@ -260,7 +260,6 @@ function RunForm(props: {
               {...errors.props('forceReason')}
               value={forceReason}
               onChange={(e) => setForceReason(e.target.value)}
-              maxLength={1000}
             />
             <FieldError errors={errors} field="forceReason" idPrefix="run" />
           </div>

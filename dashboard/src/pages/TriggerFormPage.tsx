@@ -328,7 +328,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
       <form onSubmit={submit} noValidate>
         <FormError error={save.error} errors={errors} />
         <div className="form-grid">
-          {text('name', 'Name', undefined, { maxLength: 255 })}
+          {text('name', 'Name')}
           <Field errors={errors} field="type" label="Type" hint={TYPE_HINTS[draft.type]}>
             <select
               {...errors.props('type')}
@@ -458,7 +458,6 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
               onSelector ? 'an agent that does not report it gets a rejected job' : 'the agent need not report it yet',
               {
                 list: 'trigger-workflows',
-                maxLength: 128,
               },
             )}
           <datalist id="trigger-workflows">
@@ -582,7 +581,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                 { list: `workspaces-${draft.type}` },
               )}
               {text('chatChannelId', 'Channel id', draft.type === 'slack' ? 'C…, from the channel details' : undefined)}
-              {text('chatKeyword', 'Keyword', '1 to 64 characters, no spaces, no = or quotes', { maxLength: 64 })}
+              {text('chatKeyword', 'Keyword', '1 to 64 characters, no spaces, no = or quotes')}
               <Field
                 errors={errors}
                 field="chatAllowedUserIds"
