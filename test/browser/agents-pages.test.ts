@@ -121,10 +121,21 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     await expect.poll(() => boxes.count()).toBe(11);
     expect(await group.locator('label.check').first().innerText()).toMatch(/^kiosk-104 /);
     expect(await boxes.first().isChecked()).toBe(true);
+    // Enter in the search box finds: it does not issue the token half chosen (the search after it
+    // is asked for after the POST it would send).
+    const issued: string[] = [];
+    const onRequest = (request: { method(): string; url(): string }) => {
+      if (request.method() === 'POST') issued.push(request.url());
+    };
+    page().on('request', onRequest);
+    await page().getByLabel('Name', { exact: true }).fill('fleet reader');
+    await find.press('Enter');
     await find.fill('no such kiosk');
     await group.getByText('No agent has “no such kiosk” in its name or hostname.').waitFor();
+    page().off('request', onRequest);
+    expect(issued).toEqual([]);
     expect(await boxes.count()).toBe(1);
-    await page().getByLabel('Name', { exact: true }).fill('fleet reader');
+    expect(await page().getByLabel('Name', { exact: true }).inputValue()).toBe('fleet reader');
     await page().getByRole('button', { name: 'Issue token' }).click();
     await page().getByRole('row', { name: 'fleet reader' }).getByText('agents: kiosk-104').waitFor();
     const tokens = await t.owner.get<{ name: string; scopes: { type: string; agentIds?: string[] }[] }[]>(
@@ -255,6 +266,18 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
       .poll(() => offered.evaluateAll((options) => options.map((o) => o.getAttribute('value'))))
       .toEqual(['deploy']);
     await page().getByLabel('Workflow', { exact: true }).fill('deploy');
+    // Enter in the search box does not create the trigger (the search after it is asked for later).
+    const sent: string[] = [];
+    const onRequest = (request: { method(): string; url(): string }) => {
+      if (request.method() === 'POST') sent.push(request.url());
+    };
+    page().on('request', onRequest);
+    const find = page().getByRole('searchbox', { name: 'Find an agent' });
+    await find.press('Enter');
+    await find.fill('kiosk-04');
+    await expect.poll(() => agent.locator('option').count()).toBe(11);
+    page().off('request', onRequest);
+    expect(sent).toEqual([]);
     await page().getByRole('button', { name: 'Create trigger' }).click();
     await page().getByRole('heading', { name: 'kiosk 42 by hand' }).waitFor();
     expect(workflowsAsked.every((query) => query === `?agentId=${fleet[42]!.agentId}`)).toBe(true);

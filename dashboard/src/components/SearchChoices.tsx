@@ -1,7 +1,7 @@
 import type { QueryKey } from '@tanstack/react-query';
 import { useId, type ReactNode } from 'react';
 import { ErrorMessage } from './ErrorMessage';
-import { moreMatch, useNameSearch, type NameSearch } from './name-search';
+import { enterFinds, moreMatch, useNameSearch, type NameSearch } from './name-search';
 
 /** What a list of choices says of the things it offers: "Find agents by name", "agent", … */
 export interface ChoiceWords {
@@ -59,6 +59,7 @@ export function SearchChoices<T extends { id: string; name: string }, K extends 
           type="search"
           value={text}
           onChange={(e) => setText(e.target.value)}
+          onKeyDown={enterFinds}
           placeholder={words.placeholder}
           aria-describedby={`${id}-found`}
         />

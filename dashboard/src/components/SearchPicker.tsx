@@ -1,7 +1,7 @@
 import type { QueryKey } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { shortId } from '@drover/shared/short-id';
-import { moreMatch, useNameSearch, type NameSearch } from './name-search';
+import { enterFinds, moreMatch, useNameSearch, type NameSearch } from './name-search';
 
 /** What a picker says of the things it offers: "agent", "Find an agent", … */
 export interface PickerWords {
@@ -83,6 +83,7 @@ export function SearchPicker<T extends { id: string; name: string }, K extends Q
           type="search"
           value={text}
           onChange={(e) => setText(e.target.value)}
+          onKeyDown={enterFinds}
           placeholder={words.placeholder}
           aria-describedby={more > 0 ? `${id}-more` : undefined}
         />
