@@ -61,6 +61,18 @@ describe('the publish dialog’s plan (dashboard/src/components/rollout-plan.ts)
     expect(planOf({ ...CANARY_FIELDS, maxFailureRate: '1.1' })).toMatchObject({ plan: { maxFailureRate: 0.011 } });
     expect('plan' in tiny && percentWords(tiny.plan.maxFailureRate)).toBe('0.0000001 %');
     expect([1 / 3, 0.3334, 1, 0].map(percentWords)).toEqual(['33.33 %', '33.34 %', '100 %', '0 %']);
+    // Decimal numbers only, as a number input takes them: 0x10 is refused, not read as 16.
+    expect(planOf({ ...CANARY_FIELDS, waves: '1e1, 100', soak: '.5' })).toMatchObject({
+      plan: { waves: [10, 100], soakSeconds: 30 },
+    });
+    const hex = planOf({
+      waves: '5, 0x10, 100',
+      soak: '0x10',
+      soakUnit: 'minutes',
+      maxFailureRate: '0b1',
+      minAttempts: '0o7',
+    });
+    expect('problems' in hex && hex.problems.length).toBe(4);
     const refused = planOf({ waves: 'ten, 100', soak: '', soakUnit: 'minutes', maxFailureRate: 'x', minAttempts: '' });
     expect('problems' in refused && refused.problems.map((p) => p.path)).toEqual([
       'body.rollout.waves',
@@ -145,8 +157,9 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
 
     await dialog().getByLabel('Custom').check();
     expect(await page().getByLabel('Waves (%)').inputValue()).toBe('1, 10, 100');
-    // A field that holds no number is said at once, without asking the coordinator.
-    await page().getByLabel('Waves (%)').fill('ten, 100');
+    // A field that holds no number is said at once, without asking the coordinator (0x10 is no
+    // wave of 16 %).
+    await page().getByLabel('Waves (%)').fill('5, 0x10, 100');
     await dialog().getByRole('button', { name: 'Publish 2.0.0' }).click();
     await waitFor(async () =>
       expect(await page().locator('#plan-waves-error').innerText()).toContain(

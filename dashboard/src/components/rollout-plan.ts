@@ -46,10 +46,13 @@ export const CANARY_FIELDS: PlanFields = {
   minAttempts: String(CANARY.minAttempts),
 };
 
+/** A decimal number as a number input takes it (`12`, `0.5`, `1e3`); NaN for `0x10`, `0b1`, `Infinity`. */
+const decimal = (text: string): number => (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : NaN);
+
 /** `"1, 10, 100"` → `[1, 10, 100]` (commas or spaces between); a token that is no number: null. */
 export function parseWaves(text: string): number[] | null {
   const tokens = text.split(/[\s,;]+/).filter((t) => t !== '');
-  const waves = tokens.map((t) => Number(t.replace(/%$/, '')));
+  const waves = tokens.map((t) => decimal(t.replace(/%$/, '')));
   return waves.every((p) => Number.isFinite(p)) ? waves : null;
 }
 
@@ -62,7 +65,7 @@ export interface PlanProblem {
 const number = (text: string): number | null => {
   const t = text.trim();
   if (t === '') return null;
-  const n = Number(t);
+  const n = decimal(t);
   return Number.isFinite(n) ? n : null;
 };
 
