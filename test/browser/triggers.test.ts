@@ -540,8 +540,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().locator('#f-maxParallel-error').waitFor();
       expect(await page().getByLabel('Max parallel (optional)').getAttribute('aria-invalid')).toBe('true');
       expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
-      // Words are not taken for none (all at once).
-      await page().getByLabel('Max parallel (optional)').fill('two');
+      // Words are not taken for none (all at once), nor 0x10 for 16.
+      await page().getByLabel('Max parallel (optional)').fill('0x10');
       await page().getByRole('button', { name: 'Create trigger' }).click();
       await page().locator('#f-maxParallel-error').getByText('must be a number, such as 5').waitFor();
       await page().getByLabel('Max parallel (optional)').fill('');

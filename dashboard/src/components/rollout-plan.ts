@@ -46,8 +46,12 @@ export const CANARY_FIELDS: PlanFields = {
   minAttempts: String(CANARY.minAttempts),
 };
 
-/** A decimal number as a number input takes it (`12`, `0.5`, `1e3`); NaN for `0x10`, `0b1`, `Infinity`. */
-const decimal = (text: string): number => (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : NaN);
+/**
+ * A decimal number as a number input takes it (`12`, `-3`, `0.5`, `1e3`), or NaN: not `0x10`,
+ * `0b1` or `Infinity`, which `Number` would read as 16, 1 and Infinity.
+ */
+export const decimal = (text: string): number =>
+  /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : NaN;
 
 /** `"1, 10, 100"` → `[1, 10, 100]` (commas or spaces between); a token that is no number: null. */
 export function parseWaves(text: string): number[] | null {

@@ -6,6 +6,7 @@ import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { selectorMatchesQuery } from '../api/agent-pages';
 import { agentQuery, agentWorkflowsQuery } from '../api/queries';
+import { decimal } from '../components/rollout-plan';
 import { AgentPicker } from '../components/AgentPicker';
 import { SelectorMatches } from '../components/SelectorMatches';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
@@ -212,7 +213,7 @@ export function bodyOf(d: Draft): TriggerFields {
 function parseMaxParallel(text: string): number | null {
   const typed = text.trim();
   if (typed === '') return null;
-  const value = Number(typed);
+  const value = decimal(typed);
   if (Number.isFinite(value)) return value;
   const message = `must be a number, such as 5, or empty for all at once; got "${typed}"`;
   throw new ApiError(422, 'validation_failed', `maxParallel ${message}`, [{ path: 'body.maxParallel', message }]);
