@@ -1,6 +1,7 @@
 import type { RequestBody } from '@drover/shared/api';
 import { percentWords } from '@drover/shared/percent-words';
 import { counted } from '@drover/shared/counted';
+import { decimal } from './decimal.js';
 
 /**
  * The publish dialog's rollout plan, as pure functions: its presets, the custom fields read into
@@ -45,13 +46,6 @@ export const CANARY_FIELDS: PlanFields = {
   maxFailureRate: String(CANARY.maxFailureRate * 100),
   minAttempts: String(CANARY.minAttempts),
 };
-
-/**
- * A decimal number as a number input takes it (`12`, `-3`, `0.5`, `1e3`), or NaN: not `0x10`,
- * `0b1` or `Infinity`, which `Number` would read as 16, 1 and Infinity.
- */
-export const decimal = (text: string): number =>
-  /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : NaN;
 
 /** `"1, 10, 100"` → `[1, 10, 100]` (commas or spaces between); a token that is no number: null. */
 export function parseWaves(text: string): number[] | null {

@@ -6,7 +6,7 @@ import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { selectorMatchesQuery } from '../api/agent-pages';
 import { agentQuery, agentWorkflowsQuery } from '../api/queries';
-import { decimal } from '../components/rollout-plan';
+import { decimal } from '../components/decimal';
 import { AgentPicker } from '../components/AgentPicker';
 import { SelectorMatches } from '../components/SelectorMatches';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
