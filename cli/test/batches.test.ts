@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { exitCodeOfBatch, formatCounts, type BatchDetail, type BatchJob } from '../src/batches/batch.js';
 import { batchResultTable } from '../src/batches/format-batch.js';
 import { runCli } from '../src/program.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { signedInHome, writeSignedIn } from './signed-in.js';
 
 const ORG = '5b1c0d2e-3f4a-4b5c-8d6e-7f8091a2b3c4';
 const BATCH = '019ac3e2-6b1f-7c4e-9d2a-3f5b6c7d8e9f';
@@ -111,14 +111,7 @@ describe('drover run on a selector trigger', () => {
     return { DROVER_URL: api.url, DROVER_TOKEN: 'drv_x' };
   };
   const signIn = () => {
-    configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-batch-'));
-    writeSession(path.join(configHome, 'drover'), {
-      url: api!.url,
-      token: 'eyJ.x.y',
-      expiresAt: '2099-01-01T00:00:00.000Z',
-      email: 'ops@example.com',
-      userId: '3f0c1d52-0000-4000-8000-000000000000',
-    });
+    configHome = signedInHome(api!.url);
     return { DROVER_URL: api!.url, XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG };
   };
   const cli = async (args: string[], env: Record<string, string>) => {
@@ -343,13 +336,7 @@ describe('drover trigger create on a selector, before any call', () => {
           [`POST /v1/orgs/${ORG}/triggers`]: [201, answer],
           [`GET /v1/orgs/${ORG}/selector-matches`]: [200, matches],
         });
-        writeSession(path.join(configHome, 'drover'), {
-          url: api.url,
-          token: 'eyJ.x.y',
-          expiresAt: '2099-01-01T00:00:00.000Z',
-          email: 'ops@example.com',
-          userId: '3f0c1d52-0000-4000-8000-000000000000',
-        });
+        writeSignedIn(configHome, api.url);
         const rt = testRuntime({ env: { XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG } });
         const code = await runCli(
           ['trigger', 'create', '--name', 'builds', '--selector', 'role=build', '--workflow', 'compile', ...args],
@@ -385,14 +372,7 @@ describe('drover batch', () => {
 
   const session = async (routes: Parameters<typeof fakeCoordinator>[0]) => {
     api = await fakeCoordinator(routes);
-    configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-batch-'));
-    writeSession(path.join(configHome, 'drover'), {
-      url: api.url,
-      token: 'eyJ.x.y',
-      expiresAt: '2099-01-01T00:00:00.000Z',
-      email: 'ops@example.com',
-      userId: '3f0c1d52-0000-4000-8000-000000000000',
-    });
+    configHome = signedInHome(api.url);
     return async (args: string[]) => {
       const rt = testRuntime({ env: { XDG_CONFIG_HOME: configHome!, DROVER_ORG: ORG } });
       const code = await runCli(args, rt);

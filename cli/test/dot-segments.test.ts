@@ -1,11 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { signedInHome } from './signed-in.js';
 
 /** An id given as `.` or `..` goes into a URL path, where it would be a step: refused before any call. */
 
@@ -16,14 +14,7 @@ let configHome: string;
 beforeAll(async () => {
   // Whatever a step up would reach answers, as a coordinator does: the organization for `.../files/..`.
   api = await fakeCoordinator({ [`GET /v1/orgs/${ORG}`]: [200, { id: ORG, name: 'acme', role: 'owner' }] });
-  configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-dots-'));
-  writeSession(path.join(configHome, 'drover'), {
-    url: api.url,
-    token: 'session-token',
-    expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-    email: 'ops@example.com',
-    userId: 'u1',
-  });
+  configHome = signedInHome(api.url);
 });
 afterAll(async () => {
   await api.close();

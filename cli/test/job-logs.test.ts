@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { writeSignedIn } from './signed-in.js';
 
 /** `drover job <id> --logs` on a log of several pages (the API answers 5000 lines at most). */
 
@@ -74,13 +74,7 @@ describe('drover job --logs', () => {
         ];
       },
     });
-    writeSession(path.join(configHome, 'drover'), {
-      url: api.url,
-      token: 'session-token',
-      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-      email: 'ops@example.com',
-      userId: 'u1',
-    });
+    writeSignedIn(configHome, api.url);
 
     expect(await runCli(['job', JOB, '--logs'], rt)).toBe(0);
     const printed = rt

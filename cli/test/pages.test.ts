@@ -1,11 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator, type FakeRoute } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { signedInHome } from './signed-in.js';
 
 const ORG = '5b1c0d2e-3f4a-4b5c-8d6e-7f8091a2b3c4';
 /** How many times the faulty coordinator answers the same cursor before it ends its list. */
@@ -19,14 +17,7 @@ afterEach(async () => {
 });
 
 const cli = async (args: string[]) => {
-  configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-pages-'));
-  writeSession(path.join(configHome, 'drover'), {
-    url: api!.url,
-    token: 'eyJ.x.y',
-    expiresAt: '2099-01-01T00:00:00.000Z',
-    email: 'ops@example.com',
-    userId: '3f0c1d52-0000-4000-8000-000000000000',
-  });
+  configHome = signedInHome(api!.url);
   const rt = testRuntime({ env: { DROVER_URL: api!.url, XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG } });
   const code = await runCli(args, rt);
   return { code, stdout: rt.stdout(), stderr: rt.stderr() };

@@ -7,9 +7,9 @@ import { releaseSignedBy, rotationProblem } from '@drover/shared';
 import { runCli } from '../src/program.js';
 import { formatRolloutStatus, type Rollout } from '../src/releases/format-rollout.js';
 import { rolloutPlan } from '../src/releases/rollout-plan.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator, type FakeRoute } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { signedInHome } from './signed-in.js';
 
 const ORG = '5b1c0d2e-3f4a-4b5c-8d6e-7f8091a2b3c4';
 const APP = '0d6f3b2a-1c4e-4f5a-9b8c-7d6e5f4a3b2c';
@@ -219,14 +219,7 @@ describe('drover release publish --waves and drover rollout against a coordinato
       [`GET ${BASE}`]: [200, [release('draft')]],
       ...routes,
     });
-    configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-rollout-'));
-    writeSession(path.join(configHome, 'drover'), {
-      url: api.url,
-      token: 'eyJ.x.y',
-      expiresAt: '2099-01-01T00:00:00.000Z',
-      email: 'ops@example.com',
-      userId: ME,
-    });
+    configHome = signedInHome(api.url, ME);
     return { XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG };
   };
   const cli = async (args: string[], env: Record<string, string>) => {

@@ -16,8 +16,8 @@ import { isTemporary, readThroughOutage } from '../src/http/outage.js';
 import { describeUnexpected, runCli } from '../src/program.js';
 import { stopOnBrokenPipe } from '../src/runtime.js';
 import { readStdinLine } from '../src/session/prompt.js';
-import { writeSession } from '../src/session/store.js';
 import { testRuntime } from './test-runtime.js';
+import { writeSignedIn } from './signed-in.js';
 
 /** How the command line copes with what a coordinator (or something else) answers, or does not. */
 
@@ -100,13 +100,7 @@ async function start(routes: Record<string, Handler>, who: { token?: boolean; se
   srv = await server(routes);
   configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-robust-'));
   if (who.session) {
-    writeSession(path.join(configHome, 'drover'), {
-      url: srv.url,
-      token: 'eyJ.x.y',
-      expiresAt: '2099-01-01T00:00:00.000Z',
-      email: 'ops@example.com',
-      userId: '3f0c1d52-0000-4000-8000-000000000000',
-    });
+    writeSignedIn(configHome, srv.url);
   }
   return {
     XDG_CONFIG_HOME: configHome,

@@ -1,12 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { showControls } from '@drover/shared';
 import { runCli } from '../src/program.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { signedInHome } from './signed-in.js';
 
 /**
  * What a coordinator answers (a job's log, output and error, an API's message) is shown by the
@@ -56,14 +54,7 @@ beforeAll(async () => {
     'POST /v1/triggers/refused/run': [422, { statusCode: 422, code: 'validation_failed', message: `no${OSC52}` }],
     [`GET /v1/jobs/${JOB}`]: [200, job],
   });
-  configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-terminal-'));
-  writeSession(path.join(configHome, 'drover'), {
-    url: api.url,
-    token: 'eyJ.x.y',
-    expiresAt: '2099-01-01T00:00:00.000Z',
-    email: 'ops@example.com',
-    userId: '3f0c1d52-0000-4000-8000-000000000000',
-  });
+  configHome = signedInHome(api.url);
 });
 afterAll(async () => {
   await api?.close();

@@ -1,11 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
-import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
+import { signedInHome } from './signed-in.js';
 
 const A = '3f0c1d52-0000-4000-8000-00000000000a';
 // Time-ordered ids, as agents have: enrolled in the same minute, they begin alike.
@@ -113,14 +111,7 @@ describe('drover workflows --agent with a session', () => {
       [`GET ${AGENTS}`]: () => agentsAnswers[Math.min(call++, agentsAnswers.length - 1)]!,
       [`GET /v1/orgs/${ORG}/workflows`]: [200, [workflow(A, 'backup')]],
     });
-    configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-workflows-'));
-    writeSession(path.join(configHome, 'drover'), {
-      url: api.url,
-      token: 'eyJ.x.y',
-      expiresAt: '2099-01-01T00:00:00.000Z',
-      email: 'ops@example.com',
-      userId: GONE,
-    });
+    configHome = signedInHome(api.url, GONE);
     const rt = testRuntime({ env: { XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG } });
     const code = await runCli(['workflows', '--agent', 'edge-1', '--json'], rt);
     return {
