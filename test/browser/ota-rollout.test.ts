@@ -55,6 +55,11 @@ describe('the publish dialog’s plan (dashboard/src/components/rollout-plan.ts)
       planOf({ waves: '5%, 25 50;100', soak: '0.5', soakUnit: 'minutes', maxFailureRate: '2.5', minAttempts: '3' }),
     ).toEqual({ plan: { waves: [5, 25, 50, 100], soakSeconds: 30, maxFailureRate: 0.025, minAttempts: 3 } });
     expect(planOf({ ...CANARY_FIELDS, soak: '90', soakUnit: 'seconds' })).toMatchObject({ plan: { soakSeconds: 90 } });
+    // Percentages with their sign, as the preview and the rollout panel write them.
+    expect(planOf({ ...CANARY_FIELDS, waves: '5 %, 25 % 100%', maxFailureRate: ' 5 % ' })).toMatchObject({
+      plan: { waves: [5, 25, 100], maxFailureRate: 0.05 },
+    });
+    expect(planOf({ ...CANARY_FIELDS, waves: '5, %', maxFailureRate: '%' })).toMatchObject({ problems: [{}, {}] });
     // However small a rate, it is kept and shown as typed (it was rounded to 0).
     const tiny = planOf({ ...CANARY_FIELDS, maxFailureRate: '0.0000001' });
     expect(tiny).toMatchObject({ plan: { maxFailureRate: 1e-9 } });

@@ -47,9 +47,15 @@ export const CANARY_FIELDS: PlanFields = {
   minAttempts: String(CANARY.minAttempts),
 };
 
-/** `"1, 10, 100"` → `[1, 10, 100]` (commas or spaces between); a token that is no number: null. */
+/**
+ * `"1, 10, 100"` → `[1, 10, 100]` (commas or spaces between, a `%` after each allowed: `5 %, 25 %`,
+ * as the preview writes them); a token that is no number: null.
+ */
 export function parseWaves(text: string): number[] | null {
-  const tokens = text.split(/[\s,;]+/).filter((t) => t !== '');
+  const tokens = text
+    .replace(/\s+%/g, '%')
+    .split(/[\s,;]+/)
+    .filter((t) => t !== '');
   const waves = tokens.map((t) => decimal(t.replace(/%$/, '')));
   return waves.every((p) => Number.isFinite(p)) ? waves : null;
 }
@@ -83,7 +89,8 @@ export function planOf(fields: PlanFields): { plan: RolloutPlan } | { problems: 
   }
   const soak = number(fields.soak);
   if (soak === null) problems.push({ path: at('soakSeconds'), message: `expected a number of ${fields.soakUnit}` });
-  const rate = number(fields.maxFailureRate);
+  // A percentage may be typed with its sign (`5 %`, `2.5%`), as the dialog shows it.
+  const rate = number(fields.maxFailureRate.trim().replace(/\s*%$/, ''));
   if (rate === null) problems.push({ path: at('maxFailureRate'), message: 'expected a percentage, such as 5' });
   const minAttempts = number(fields.minAttempts);
   if (minAttempts === null) problems.push({ path: at('minAttempts'), message: 'expected a whole number, such as 1' });
