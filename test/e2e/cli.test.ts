@@ -447,4 +447,48 @@ describe('the data directory lock', () => {
     });
     expect(fs.readFileSync(file, 'utf8')).toBe('x');
   });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    "run as root, refuses start, migrate, bootstrap and restore on the data directory of another user (the service's), writing nothing",
+    async () => {
+      // /var/lib/drover belongs to drover, as the package makes it: files root wrote there (a
+      // restore's database and keys, 0600) would stop the service, which runs as drover.
+      const dataDir = makeTempDir();
+      fs.chownSync(dataDir, 65534, 65534); // nobody's
+      const archive = path.join(makeTempDir(), 'drover.tar.gz');
+      fs.writeFileSync(archive, 'x');
+      const refused = (how: string) =>
+        `drover-coordinator: the data directory ${dataDir} belongs to nobody, and this runs as root: the coordinator, ` +
+        `running as nobody, could not read the files root would write there. Run it as nobody: ${how}; or, to run ` +
+        `the coordinator as root, give root the directory first (\`chown -R root: ${dataDir}\`)\n`;
+      const settings = (command: string) =>
+        `with the service's settings (\`sudo systemd-run --pipe --wait --collect -p User=nobody -p EnvironmentFile=… drover-coordinator ${command}\`, docs/install.md)`;
+      const bootstrapEnv = { DROVER_BOOTSTRAP_EMAIL: EMAIL, DROVER_BOOTSTRAP_PASSWORD: PASSWORD };
+      expect(await run(['restore', '--from', archive, '--data-dir', dataDir])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: refused('`sudo -u nobody drover-coordinator restore …`'),
+      });
+      expect(await run(['start', '--port', '0', '--data-dir', dataDir])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: refused('start its service (`sudo systemctl start drover-coordinator`)'),
+      });
+      expect(await run(['migrate', '--data-dir', dataDir])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: refused(settings('migrate')),
+      });
+      expect(await run(['bootstrap', '--data-dir', dataDir], bootstrapEnv)).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: refused(settings('bootstrap')),
+      });
+      expect(fs.readdirSync(dataDir)).toEqual([]);
+      // A directory of root's own is root's to use.
+      fs.chownSync(dataDir, 0, 0);
+      const migrated = await run(['migrate', '--data-dir', dataDir]);
+      expect(migrated.code, migrated.stderr).toBe(0);
+    },
+  );
 });

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isLockHeldError } from '@drover/shared';
 import Database from 'better-sqlite3';
-import { DATA_DIR_LOCK_FILE, dataDirHolder, lockDataDir } from '../cli/data-dir-lock.js';
+import { DATA_DIR_LOCK_FILE, dataDirHolder, lockDataDir, rootInAnotherUsersDir } from '../cli/data-dir-lock.js';
 import { formatBytes } from '../copy-data/report.js';
 import { loadMigrations, recordedMigrations } from '../db/migrate.js';
 import { NewerSchemaError, planMigrations, type RecordedMigration } from '../db/migration-plan.js';
@@ -57,6 +57,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
     throw refused(`cannot read ${from}: ${fsReason(error)} (--from)`);
   }
   if (!stat.isFile()) throw refused(`${from} is not a file (--from)`);
+  const asRoot = rootInAnotherUsersDir(dataDir, 'restore');
+  if (asRoot !== null) throw refused(asRoot);
   checkEmpty(dataDir);
 
   // The directories the restore makes (the data directory and any missing above it, the deepest

@@ -12,7 +12,7 @@ export function configureBootstrapCommand(program: Command): void {
         process.stderr.write('drover-coordinator: set DROVER_BOOTSTRAP_EMAIL and DROVER_BOOTSTRAP_PASSWORD\n');
         process.exit(2);
       }
-      lockDataDirOrExit(config.dataDir); // not under a running coordinator
+      lockDataDirOrExit(config.dataDir, 'bootstrap'); // not under a running coordinator
       const { bootstrapIfEmpty } = await import('../domain/orgs/bootstrap.js');
       const { createLogger } = await import('../logger.js');
       const { openStore } = await import('../store.js');

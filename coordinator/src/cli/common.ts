@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { isLockHeldError } from '@drover/shared';
 import { unfinishedRestore } from '../backup/staging.js';
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from '../config/config.js';
-import { dataDirHolder, dataDirLockFile, lockDataDir } from './data-dir-lock.js';
+import { dataDirHolder, dataDirLockFile, lockDataDir, rootInAnotherUsersDir } from './data-dir-lock.js';
 
 /** The flags every command that touches the data directory shares (docs/operations.md). */
 export function withServerOptions(command: Command): Command {
@@ -85,10 +85,13 @@ export function refuseIfDataDirInUse(dataDir: string): void {
  * Takes the data directory's lock for the rest of this process (released when it exits), or
  * exits 1 in one line: held by another coordinator process, or the directory cannot be made; 2
  * when a restore into it was stopped before it finished (a new, empty database would be made
- * beside the restored keys).
+ * beside the restored keys), or when root runs `command` on the directory of another user (the
+ * service's, whose files root's would become unreadable to).
  */
-export function lockDataDirOrExit(dataDir: string): () => void {
+export function lockDataDirOrExit(dataDir: string, command: 'start' | 'migrate' | 'bootstrap'): () => void {
   refuseIfNotADirectory(dataDir);
+  const asRoot = rootInAnotherUsersDir(dataDir, command);
+  if (asRoot !== null) exitWith(2, asRoot);
   let release: () => void;
   try {
     release = lockDataDir(dataDir);

@@ -31,7 +31,7 @@ async function migrateSqlite(config: Config): Promise<MigrationResult> {
     );
     process.exit(2);
   }
-  lockDataDirOrExit(config.dataDir); // not under a running coordinator
+  lockDataDirOrExit(config.dataDir, 'migrate'); // not under a running coordinator
   const { databaseFile, openDatabase } = await import('../db/database.js');
   const { migrate } = await import('../db/migrate.js');
   const db = openDatabase(databaseFile(config.dataDir));

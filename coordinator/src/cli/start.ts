@@ -21,7 +21,7 @@ export function configureStartCommand(program: Command): void {
       const metrics = config.metrics.listen;
       const metricsProblem = metrics && (await checkListen(metrics.host, metrics.port));
       if (metricsProblem) cannotListen(metricsProblem, METRICS_HINT);
-      lockDataDirOrExit(config.dataDir);
+      lockDataDirOrExit(config.dataDir, 'start');
       // The server's modules (Fastify, the databases' drivers, every route) are read only by a
       // command that runs it: `--version`, `--help` and a bad setting answer without them.
       const { createLogger } = await import('../logger.js');
