@@ -1,8 +1,10 @@
 import type { Coordinator } from '@drover/coordinator';
+import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { issueApiToken } from '../helpers/tokens.js';
 import {
   DOCUMENT_FILE,
   REGENERATE,
@@ -209,6 +211,41 @@ describe('the OpenAPI document', () => {
       code: 'bad_request',
       message: 'The Content-Type header is not a media type (type/subtype); send application/json',
     });
+  });
+
+  it("lists what a DELETE's body and a path's malformed percent-encoding get before the route: 400, 413, 415", async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, [
+      { type: 'storage', bindingIds: null, permissions: ['read', 'delete'] },
+    ]);
+    const file = `/v1/storage/files/${randomUUID()}`;
+    const sent = [
+      { method: 'DELETE', path: file, headers: { 'content-type': 'foo' }, body: '{}', status: 400 },
+      { method: 'DELETE', path: file, headers: { 'content-encoding': 'gzip' }, body: '{}', status: 415 },
+      { method: 'DELETE', path: file, headers: {}, body: `"${'x'.repeat(1_048_576)}"`, status: 413 },
+      { method: 'GET', path: '/v1/storage/files/%zz', headers: {}, body: undefined, status: 400 },
+      { method: 'GET', path: '/v1/storage/files/%zz/download-url', headers: {}, body: undefined, status: 400 },
+    ];
+    const undocumented: string[] = [];
+    for (const { method, path, headers, body, status } of sent) {
+      const res = await fetch(`${t.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...headers },
+        body,
+      });
+      expect(res.status, `${method} ${path}`).toBe(status);
+      const documented = path.replace(/^\/v1\/storage\/files\/[^/]+/, '/v1/storage/files/{id}');
+      const op = spec.paths[documented]![method.toLowerCase()]!;
+      if (op.responses?.[String(status)] === undefined) undocumented.push(`${method} ${documented}: ${status}`);
+    }
+    expect(undocumented).toEqual([]);
+    // Every route that can get them lists them.
+    const problems: string[] = [];
+    for (const { name, op } of operations()) {
+      const has = (status: string) => op.responses?.[status] !== undefined;
+      if (/^DELETE /.test(name) && !['400', '413', '415'].every(has)) problems.push(`${name}: no 400, 413 or 415`);
+      if (name.includes('{') && !has('400')) problems.push(`${name}: a path parameter without 400`);
+    }
+    expect(problems).toEqual([]);
   });
 
   it('marks a body the route takes or leaves out as optional, and only such a body', async () => {

@@ -8,15 +8,20 @@ import { describeOtherAnswers } from './named.js';
  * - answers of another shape (`config.otherAnswers`, named.ts);
  * - `config.documented`: request headers and a body the route reads itself (the presigned
  *   upload's bytes, a run's `Idempotency-Key`), which a schema would make Fastify validate;
- * - every POST, PUT and PATCH may answer 413 (over the body limit); one that reads a JSON body
- *   400 (a `Content-Type` or `Content-Length` that does not parse) and 415 (a
- *   `Content-Encoding`); one that validates a body or a query 422;
+ * - every POST, PUT, PATCH and DELETE has its body read, whatever its schema: it may answer 400
+ *   (a `Content-Type` or `Content-Length` that does not parse) and 413 (over the body limit);
+ *   one that reads it as JSON (every route but those that read the bytes themselves,
+ *   `documented.body` or `documented.rawBody`) 415 (a `Content-Encoding`) and 422 (not JSON);
+ *   one that validates a body or a query 422;
+ * - a path parameter may answer 400 (a malformed percent-encoding: http/error-handler.ts);
  * - every 429 carries `Retry-After`.
  */
 export interface DocumentedRequest {
   headers?: Record<string, object>;
   body?: object;
   consumes?: string[];
+  /** The route's body is kept as bytes for the route (a chat provider's signed body): no 415 nor 422 for it. */
+  rawBody?: true;
 }
 
 declare module 'fastify' {
@@ -28,8 +33,10 @@ declare module 'fastify' {
 
 const ERROR_BODY = { $ref: 'ErrorBody#' } as const;
 /** Answered by the body's reading, before the route (http/json-body.ts, http/error-handler.ts). */
-const JSON_BODY_ANSWERS = [400, 415] as const;
-const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+const BODY_ANSWERS = [400, 413] as const;
+const JSON_BODY_ANSWERS = [415, 422] as const;
+/** The methods whose body Fastify reads (GET's and HEAD's is left unread). */
+const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const RETRY_AFTER = {
   'retry-after': { type: 'integer', minimum: 1, description: 'seconds to wait before trying again' },
 } as const;
@@ -52,10 +59,13 @@ export function describeForDocument<S extends FastifySchema>(input: {
   }
   const response = { ...((schema as { response?: Record<string, unknown> }).response ?? {}) };
   const methods = [input.route.method].flat();
-  if (methods.some((m) => WITH_BODY.has(m))) response[413] ??= ERROR_BODY;
-  if (schema.body) {
-    for (const status of JSON_BODY_ANSWERS) response[status] ??= ERROR_BODY;
+  if (methods.some((m) => WITH_BODY.has(m))) {
+    for (const status of BODY_ANSWERS) response[status] ??= ERROR_BODY;
+    if (!documented?.body && !documented?.rawBody) {
+      for (const status of JSON_BODY_ANSWERS) response[status] ??= ERROR_BODY;
+    }
   }
+  if (input.url.includes(':')) response[400] ??= ERROR_BODY;
   if (schema.body || schema.querystring) response[422] ??= ERROR_BODY;
   if (response[429]) response[429] = { ...(response[429] as object), headers: RETRY_AFTER };
   if (Object.keys(response).length > 0) view.response = response;

@@ -48,6 +48,8 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/chat/discord/interactions',
     {
+      // The bytes are the route's, checked against the provider's signature (raw-body.ts).
+      config: { documented: { rawBody: true } },
       schema: {
         operationId: 'receiveDiscordInteraction',
         summary: "Discord's interactions: PING and the `/drover` command, signed by Discord",

@@ -59,6 +59,8 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/chat/slack/commands',
     {
+      // The bytes are the route's, checked against the provider's signature (raw-body.ts).
+      config: { documented: { rawBody: true } },
       schema: {
         operationId: 'receiveSlackCommand',
         summary: "Slack's slash command (`/drover <keyword> key=value ...`): a form signed by Slack",
@@ -94,6 +96,8 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/chat/slack/events',
     {
+      // The bytes are the route's, checked against the provider's signature (raw-body.ts).
+      config: { documented: { rawBody: true } },
       schema: {
         operationId: 'receiveSlackEvent',
         summary: "Slack's Events API: URL verification and app mentions, signed by Slack",
