@@ -371,6 +371,44 @@ describe('single sign-on', () => {
     );
   });
 
+  it('says the provider is unavailable (503), not that it refused the person, when it is down or its token endpoint fails', async () => {
+    const unavailable = `The OpenID provider at ${provider.issuer} could not be reached or answered badly; try again later`;
+    for (const fail of [() => (provider.unreachable = true), () => (provider.tokenStatus = 502)]) {
+      const started = await start();
+      const back = await provider.signInAs('bob', started.authorize.href);
+      fail();
+      try {
+        const res = await fetch(back, { redirect: 'manual', headers: { cookie: started.cookie } });
+        expect(res.status).toBe(503);
+        expect(sessionOf(res)).toBeUndefined();
+        expect(await res.json()).toMatchObject({ code: 'unavailable', message: unavailable });
+      } finally {
+        provider.unreachable = false;
+        provider.tokenStatus = null;
+      }
+    }
+    // A browser is sent back to the sign-in page, which says so.
+    const started = await start();
+    const back = await provider.signInAs('bob', started.authorize.href);
+    provider.unreachable = true;
+    try {
+      const res = await fetch(back, {
+        redirect: 'manual',
+        headers: { cookie: started.cookie, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+      });
+      expect(res.status).toBe(303);
+      expect(res.headers.get('location')).toBe('/login?sso=refused');
+      const refusal = res.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('drover_sso_refusal='))!
+        .split(';')[0]!;
+      const read = await fetch(`${t.url}/v1/auth/oidc/refusal`, { headers: { cookie: refusal } });
+      expect(await read.json()).toEqual({ message: unavailable });
+    } finally {
+      provider.unreachable = false;
+    }
+  });
+
   it('makes an address that started over 30 sign-ins without finishing them wait (each start stores a state)', async () => {
     const from = (address: string) => {
       const dispatcher = new Agent({ localAddress: address });

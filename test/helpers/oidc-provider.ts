@@ -32,6 +32,10 @@ export interface TestOidcProvider {
   tamper: ((claims: JWTPayload) => JWTPayload) | null;
   /** Signs the tampered ID tokens with a key that is not the provider's. */
   signWithStranger: boolean;
+  /** Drops every connection to the provider, as a provider that is down would (no answer at all). */
+  unreachable: boolean;
+  /** Makes the token endpoint answer this status (a 502 of the provider's proxy, say) until set back to null. */
+  tokenStatus: number | null;
   /**
    * Signs in at the provider's own pages without a browser, from the authorization URL the
    * coordinator redirected to: the login form as `login`; answers the redirect URI the provider
@@ -53,7 +57,10 @@ export async function startOidcProvider(accounts: Record<string, TestAccount>): 
   let provider: Provider | null = null;
   // Requests go to the provider of the last `attach` (a test may attach a second coordinator).
   let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => unknown) | null = null;
-  server.on('request', (req, res) => void handle?.(req, res));
+  server.on('request', (req, res) => {
+    if (helper.unreachable) req.socket.destroy();
+    else void handle?.(req, res);
+  });
 
   const helper: TestOidcProvider = {
     issuer,
@@ -62,6 +69,8 @@ export async function startOidcProvider(accounts: Record<string, TestAccount>): 
     env: { DROVER_OIDC_ISSUER: issuer, DROVER_OIDC_CLIENT_ID: clientId, DROVER_OIDC_CLIENT_SECRET: clientSecret },
     tamper: null,
     signWithStranger: false,
+    unreachable: false,
+    tokenStatus: null,
     attach(redirectUri) {
       provider = new Provider(issuer, {
         clients: [
@@ -103,6 +112,11 @@ export async function startOidcProvider(accounts: Record<string, TestAccount>): 
         },
       });
       provider.use(async (ctx, next) => {
+        if (ctx.path === '/token' && helper.tokenStatus !== null) {
+          ctx.status = helper.tokenStatus;
+          ctx.body = 'the token endpoint failed';
+          return;
+        }
         await next();
         const tamper = helper.tamper;
         const body = ctx.body as { id_token?: string } | undefined;

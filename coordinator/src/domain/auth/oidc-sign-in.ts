@@ -54,6 +54,11 @@ export const OIDC_START_ADDRESS_POLICY: ThrottlePolicy = {
 const FULL_WARNING_EVERY_MS = 60_000;
 
 const failed = (why: string) => new AppError('sso_failed', `Single sign-on did not complete: ${why}`);
+const unavailable = (issuer: string) =>
+  new AppError(
+    'unavailable',
+    `The OpenID provider at ${issuer} could not be reached or answered badly; try again later`,
+  );
 
 /** `next` when it is a path of this site (`/orgs/…`), normalized (sitePath), else a 422. */
 export function sameOriginPath(next: string | undefined): string {
@@ -123,10 +128,7 @@ export class OidcSignInService {
         .catch((error: unknown) => {
           this.configuration = null;
           this.deps.logger.warn({ err: error, issuer }, 'OpenID provider discovery failed');
-          throw new AppError(
-            'unavailable',
-            `The OpenID provider at ${issuer} could not be reached or answered badly; try again later`,
-          );
+          throw unavailable(issuer);
         });
     }
     return this.configuration;
@@ -226,6 +228,15 @@ export class OidcSignInService {
       });
       claims = tokens.claims();
     } catch (error) {
+      if (providerUnavailable(error)) {
+        // Not a refusal of the person: the provider (its token endpoint or its keys) is down,
+        // slow or failing. The state is used up; a new sign-in works once it is back.
+        this.deps.logger.warn(
+          { err: error, issuer: settings.issuer },
+          'single sign-on: the OpenID provider could not be reached or failed',
+        );
+        throw unavailable(settings.issuer);
+      }
       this.deps.logger.warn(
         { err: error, issuer: settings.issuer },
         'single sign-on refused: the ID token or the code',
@@ -385,6 +396,21 @@ function groupsOf(value: unknown): string[] {
   if (typeof value === 'string') return [value];
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
   return [];
+}
+
+/**
+ * Whether openid-client's error is the provider's failure rather than a refusal of this sign-in:
+ * no connection (`fetch failed`), no answer in time (`OAUTH_TIMEOUT`), or a 5xx answer of its
+ * token or keys endpoint.
+ */
+function providerUnavailable(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof TypeError && e.message === 'fetch failed') return true;
+    if (e.name === 'TimeoutError' || (e as { code?: unknown }).code === 'OAUTH_TIMEOUT') return true;
+    const status = (e as { status?: unknown }).status ?? (e.cause instanceof Response ? e.cause.status : undefined);
+    if (typeof status === 'number' && status >= 500) return true;
+  }
+  return false;
 }
 
 /**
