@@ -22,6 +22,10 @@ const ACCOUNTS: Record<string, TestAccount> = {
   bob: { email: 'bob@example.test', groups: ['readers'] },
   eve: { email: 'eve@elsewhere.test', groups: ['ops'] },
   una: { email: 'una@example.test', email_verified: false },
+  // As Microsoft Entra ID signs them in: no `email_verified`; `xms_edov` once the optional claim is added.
+  mia: { email: 'mia@example.test', email_verified: undefined, xms_edov: true },
+  noa: { email: 'noa@example.test', email_verified: undefined },
+  ona: { email: 'ona@example.test', email_verified: false, xms_edov: true },
   cyd: { email: 'cyd@example.test', groups: ['ops'] },
   dan: { email: 'dan@example.test', groups: ['readers'] },
   tia: { email: 'tia@example.test', groups: ['twins'] },
@@ -323,6 +327,16 @@ describe('single sign-on', () => {
     );
     expect(await refusal((await signIn('una')).res)).toContain('has not verified the email una@example.test');
     expect((await t.sql.get('SELECT count(*) AS n FROM users WHERE email = ?', 'eve@elsewhere.test'))?.n).toBe(0);
+  });
+
+  it("takes Microsoft Entra ID's xms_edov for a verified email when the provider sends no email_verified at all", async () => {
+    const { res } = await signIn('mia');
+    expect(res.status, await res.clone().text()).toBe(303);
+    const me = await t.api.get('/auth/session', { token: sessionOf(res)!.slice('drover_session='.length) });
+    expect(me.body.user.email).toBe('mia@example.test');
+    // Neither claim: refused; `email_verified: false` is never overridden by xms_edov.
+    expect(await refusal((await signIn('noa')).res)).toContain('has not verified the email noa@example.test');
+    expect(await refusal((await signIn('ona')).res)).toContain('has not verified the email ona@example.test');
   });
 
   it('goes only to paths of this site after signing in', async () => {

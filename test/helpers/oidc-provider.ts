@@ -14,7 +14,10 @@ import Provider from 'oidc-provider';
 
 export interface TestAccount {
   email: string;
+  /** `true` unless set; `undefined` leaves the claim out, as Microsoft Entra ID does. */
   email_verified?: boolean;
+  /** Microsoft Entra ID's "email domain owner verified" (an optional claim there). */
+  xms_edov?: boolean;
   groups?: string[];
   name?: string;
 }
@@ -85,7 +88,7 @@ export async function startOidcProvider(accounts: Record<string, TestAccount>): 
         ],
         jwks: { keys: [jwk] },
         cookies: { keys: ['oidc-provider test cookie key'] },
-        claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'groups'] },
+        claims: { openid: ['sub'], email: ['email', 'email_verified', 'xms_edov'], profile: ['name', 'groups'] },
         // The scopes' claims in the ID token itself, as Keycloak and Google do.
         conformIdTokenClaims: false,
         pkce: { required: () => true },

@@ -248,7 +248,7 @@ export class OidcSignInService {
     if (email === '' || email.length > 320 || !email.includes('@')) {
       throw failed('the ID token has no email; ask the provider to release the `email` claim (scope `email`)');
     }
-    if (claims.email_verified !== true) throw failed(`the provider has not verified the email ${email}`);
+    if (!emailVerified(claims)) throw failed(`the provider has not verified the email ${email}`);
     const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
     if (settings.allowedDomains.length > 0 && !settings.allowedDomains.includes(domain)) {
       throw failed(
@@ -390,6 +390,17 @@ const userRecord = (actor: { orgId: string; userId: string }) => ({
   actorType: 'user' as const,
   actorId: actor.userId,
 });
+
+/**
+ * Whether the provider vouches for the ID token's email: `email_verified: true`; or, from a provider
+ * that sends no `email_verified` at all (Microsoft Entra ID, which never does), `xms_edov: true`,
+ * Entra's optional claim saying the tenant owns the email's domain. An `email_verified` other than
+ * `true` (`false`, `"true"`) is never overridden.
+ */
+function emailVerified(claims: oidc.IDToken): boolean {
+  if (claims.email_verified !== undefined) return claims.email_verified === true;
+  return claims.xms_edov === true;
+}
 
 /** A groups claim as providers send it: an array of strings, or one string. */
 function groupsOf(value: unknown): string[] {
