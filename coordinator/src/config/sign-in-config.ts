@@ -159,7 +159,9 @@ function parseRoleMap(raw: string | undefined, problems: string[]): Readonly<Rec
     problems.push(`${name}: expected ${shape}`);
     return Object.freeze({});
   }
-  const map: Record<string, RoleMapping> = {};
+  // Without a prototype: a group named `constructor` or `__proto__` is an entry like any other,
+  // and one the map does not name finds nothing (not Object.prototype's `constructor`).
+  const map: Record<string, RoleMapping> = Object.create(null) as Record<string, RoleMapping>;
   for (const [group, value] of Object.entries(parsed)) {
     const at = `${name}: group ${JSON.stringify(group)}`;
     if (group === '' || typeof value !== 'object' || value === null || Array.isArray(value)) {

@@ -558,6 +558,17 @@ describe('sign-in settings', () => {
     ]);
   });
 
+  it('maps a group named as a property of every object only when the map names it', () => {
+    const { roleMap } = loadConfig(
+      { ...OIDC, DROVER_OIDC_ROLE_MAP: '{"__proto__": {"org": "Acme", "role": "viewer"}}' },
+      {},
+      CWD,
+    ).signIn.oidc!;
+    expect(Object.keys(roleMap)).toEqual(['__proto__']);
+    expect(roleMap['__proto__']).toEqual({ org: 'Acme', role: 'viewer' });
+    for (const group of ['constructor', 'toString', 'hasOwnProperty']) expect(roleMap[group]).toBeUndefined();
+  });
+
   it('turns passwords off only beside single sign-on', () => {
     expect(problemsOf({ DROVER_PASSWORD_LOGIN: 'off' })).toEqual([
       'DROVER_PASSWORD_LOGIN: off needs single sign-on (DROVER_OIDC_ISSUER and DROVER_OIDC_CLIENT_ID), or nobody could sign in',
