@@ -124,6 +124,47 @@ describe('upload size limit', () => {
   });
 });
 
+describe('an upload cut off with 413 while its client is still sending', () => {
+  let t: TestCoordinator;
+  let client: ApiClient;
+  beforeAll(async () => {
+    // A short request timeout: the body-deadline sweep (http/slow-clients.ts) runs every 100 ms.
+    t = await startTestCoordinator({
+      env: { DROVER_MAX_FILE_BYTES: String(LIMIT), DROVER_REQUEST_TIMEOUT_MS: '400' },
+    });
+    client = await storageClient(t, [await defaultBindingId(t)], ['read', 'write', 'delete']);
+  });
+  afterAll(() => t?.close());
+
+  it('keeps serving after the refused request is swept (a chunked body piped from a command, far over the limit)', async () => {
+    const { uploadUrl } = (await client.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } }))
+      .body as { uploadUrl: string };
+    // `tar cz . | curl -T - <url>`: a chunked body that goes on being sent after the refusal.
+    const refused = await new Promise<number>((resolve, reject) => {
+      const req = http.request(uploadUrl, { method: 'PUT', headers: { 'transfer-encoding': 'chunked' } });
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      let answered = false;
+      const pump = () => {
+        while (!answered && !req.destroyed && req.write(chunk));
+        if (!answered && !req.destroyed) req.once('drain', pump);
+      };
+      req.on('response', (res) => {
+        answered = true;
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', (error) => (answered ? undefined : reject(error)));
+      pump();
+    });
+    expect(refused).toBe(413);
+    // Several sweeps later (each 100 ms) the coordinator still answers: the sweep once met the
+    // refused request without its socket and threw, which ended the coordinator's process.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    expect((await client.get('/storage/files')).status).toBe(200);
+  });
+});
+
 describe('file list', () => {
   let t: TestCoordinator;
   let client: ApiClient;

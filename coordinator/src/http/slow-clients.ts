@@ -106,8 +106,10 @@ function enforceBodyDeadlines(server: Server, timeoutMs: number): void {
   const sweep = () => {
     const now = performance.now();
     for (const [req, entry] of pending) {
-      const socket = req.socket;
-      if (req.complete || socket.destroyed) {
+      // Node detaches the socket of a request answered before its body ended (a 413 cut into a
+      // chunked upload that goes on being sent): gone, as a destroyed one.
+      const socket = req.socket as Socket | null;
+      if (req.complete || !socket || socket.destroyed) {
         pending.delete(req);
         continue;
       }
