@@ -4,7 +4,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBlobProxy, type BlobProxy } from '../helpers/blob-proxy.js';
-import { DROVER, buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
+import {
+  DROVER,
+  buildDrover,
+  drover,
+  droverInProcess,
+  spawnDrover,
+  stopDrover,
+  type DroverProcess,
+} from '../helpers/cli-binary.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { eventually } from '../helpers/poll.js';
 import { FILE_FIELDS, sha256 as sha256Of } from '../helpers/storage.js';
@@ -145,6 +153,26 @@ describe('drover files', () => {
     expect(proxy.ranges.slice(before)).toEqual([`bytes=${20 * MB}-`]);
     expect(sha256(out)).toBe(sourceSha);
     expect(fs.existsSync(part)).toBe(false);
+  });
+
+  it('downloads a file whose name is as long as a name may be, its part file named within the limit', async () => {
+    // 244 bytes of UTF-8: a name the disk takes, to which `.<file id>.part` adds 42 bytes.
+    const name = `${'é'.repeat(120)}.bin`;
+    const from = makeTempDir('drover-cli-long-name-');
+    const into = makeTempDir('drover-cli-long-name-');
+    try {
+      fs.writeFileSync(path.join(from, name), 'long name');
+      const up = await droverInProcess(['files', 'upload', name], { env, cwd: from });
+      expect(up.code).toBe(0);
+      const down = await droverInProcess(['files', 'download', up.stdout.trim()], { env, cwd: into });
+      expect(down.stderr).not.toContain('ENAMETOOLONG');
+      expect(down.code).toBe(0);
+      expect(fs.readdirSync(into)).toEqual([name]);
+      expect(fs.readFileSync(path.join(into, name), 'utf8')).toBe('long name');
+    } finally {
+      fs.rmSync(from, { recursive: true, force: true });
+      fs.rmSync(into, { recursive: true, force: true });
+    }
   });
 
   it('removes a download that does not have the SHA-256 given, and exits 2', async () => {

@@ -56,7 +56,7 @@ export interface Downloaded {
 }
 
 /**
- * Downloads a stored file through its presigned URL into `<target>.<file id>.part`, renamed to
+ * Downloads a stored file through its presigned URL into `<target>.<file id>.part` (partPathOf), renamed to
  * the target once whole and verified: its size is the recorded one, its SHA-256 the one the
  * storage recorded (the local backend's ETag) and the one given with `--sha256`. The bytes are
  * streamed to disk (memory does not grow with the file). A transfer that stops (network, an
@@ -76,7 +76,7 @@ export async function downloadStoredFile(rt: Runtime, caller: Caller, options: D
   if (options.output === undefined && !options.force && fs.lstatSync(target, { throwIfNoEntry: false })) {
     throw new CliError(`${path.basename(target)} exists here; pass -o <path> or --force to replace it`);
   }
-  const part = `${target}.${file.id}.part`;
+  const part = partPathOf(target, file.id);
   const freshUrl = async () => (await caller.api.get<Schema<'DownloadUrl'>>(`${filePath}/download-url`)).downloadUrl;
   let url = await freshUrl();
   const resumedFrom = partSize(part, file.size);
@@ -346,6 +346,25 @@ class CountingHash extends Transform {
     this.progress.advance(chunk.length);
     done(null, chunk);
   }
+}
+
+/** A name's longest length in UTF-8 bytes (the usual file system limit, as safeFilename's). */
+const MAX_NAME_BYTES = 255;
+
+/**
+ * `<target>.<file id>.part` beside the target, the target's name cut (by whole characters) so that
+ * the part's name stays within 255 bytes: a stored name of 214 to 255 bytes is a name the
+ * target may have, and its part file must be one too.
+ */
+function partPathOf(target: string, fileId: string): string {
+  const suffix = `.${fileId}.part`;
+  const room = MAX_NAME_BYTES - Buffer.byteLength(suffix);
+  let name = '';
+  for (const char of path.basename(target)) {
+    if (Buffer.byteLength(name + char) > room) break;
+    name += char;
+  }
+  return path.join(path.dirname(target), `${name}${suffix}`);
 }
 
 /** The bytes already in the part file; a part longer than the file is emptied (it is not this file's). */
