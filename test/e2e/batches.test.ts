@@ -204,6 +204,47 @@ describe('batches', () => {
     expect(res.body.timedOut).toBeUndefined();
   });
 
+  it("reads a sync call's batch whole once, for its answer, not again at each end of one of its jobs", async () => {
+    const many: TestAgent[] = [];
+    for (let i = 0; i < 12; i += 1) {
+      const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: `many-${i}` });
+      expect((await labels(agent, { role: 'many' })).status).toBe(200);
+      await agent.putWorkflows([workflow('rotate')]);
+      many.push(agent);
+    }
+    const trigger = await createTrigger({
+      name: 'many sync',
+      agentSelector: 'role=many',
+      fanout: 'all',
+      responseMode: 'sync',
+      responseTimeoutMs: 60_000,
+    });
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [trigger] }]);
+    const call = t.api.withToken(token.token).post(`/triggers/${trigger}/run`);
+    const open = await eventually(async () => {
+      const [newest] = (await t.owner.get(`/orgs/${t.orgId}/batches?limit=1`)).body;
+      return newest?.triggerId === trigger ? batch(newest.id) : null;
+    });
+    const { batches } = t.coordinator.ctx.repos;
+    const jobs = batches.jobs.bind(batches);
+    let reads = 0;
+    batches.jobs = (batchId) => {
+      if (batchId === open.id) reads += 1;
+      return jobs(batchId);
+    };
+    try {
+      for (const agent of many) await runAll(agent, jobOf(open, agent));
+      const res = await call;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ batchId: open.id, status: 'success' });
+      expect(res.body.jobs).toHaveLength(12);
+      // Once for the answer (the batch's settling reads none); it was once more at each job's end.
+      expect(reads).toBe(1);
+    } finally {
+      batches.jobs = jobs;
+    }
+  });
+
   it('stops a sync wait at once when the client left while its batch was admitted, not after responseTimeoutMs', async () => {
     const { runs, batches } = t.coordinator.ctx;
     const admit = runs.run.bind(runs);

@@ -136,6 +136,8 @@ const COUNTS = query<{ batch_id: string; status: JobStatus; n: number }, [string
     WHERE batch_id ${d.inJsonArray('?')} GROUP BY batch_id, status`,
 );
 const JOBS = query<JobRow, [string]>('SELECT * FROM jobs WHERE batch_id = ? ORDER BY seq');
+/** On the partial index of open batch jobs (jobs_batch_open): as many rows read as jobs are open. */
+const OPEN_JOB_IDS = values<string, [string]>(`SELECT id FROM jobs WHERE batch_id = ? AND status IN ${OPEN}`);
 const MAX_PARALLEL = values<number | null, [string]>('SELECT max_parallel FROM batches WHERE id = ?');
 const HANDED_OUT = values<number, [string]>(
   `SELECT count(*) FROM jobs WHERE batch_id = ? AND held = FALSE AND status IN ${OPEN}`,
@@ -437,6 +439,9 @@ export function createBatchRepository(
     },
     async jobs(batchId) {
       return (await db.all(JOBS, [batchId])).map(toJob);
+    },
+    openJobIds(batchId) {
+      return db.all(OPEN_JOB_IDS, [batchId]);
     },
     release(batchId) {
       return db.write(function* (): Flow<Job[]> {

@@ -200,7 +200,7 @@ export class BatchService {
   /**
    * The batch's jobs once every one ended, or as they are after `timeoutMs` (or when `signal`
    * aborts): a sync call's answer. Wakes at each end of one of them, here or on another
-   * coordinator, and after a gap in those events.
+   * coordinator, and after a gap in those events, to read which are still open.
    */
   async waitForEnd(
     orgId: string,
@@ -219,11 +219,15 @@ export class BatchService {
       }, 'anywhere');
       const offGap = this.deps.jobEvents.onGap(() => wake());
       try {
-        const jobs = await this.jobViews(orgId, batchId);
-        open = new Set(jobs.filter((j) => !isTerminalJobStatus(j.status)).map((j) => j.jobId));
-        const ended = jobs.every((j) => isTerminalJobStatus(j.status));
+        // Which jobs are still open: an index seek over those alone. The jobs with their agents'
+        // names are read once, for the answer: read at each end, a batch of thousands read
+        // every job and agent of it as many times over, the coordinator busy with little else.
+        open = new Set(await this.deps.repos.batches.openJobIds(batchId));
         const left = deadline - performance.now();
-        if (ended || left <= 0 || signal?.aborted) return { jobs, ended };
+        if (open.size === 0 || left <= 0 || signal?.aborted) {
+          const jobs = await this.jobViews(orgId, batchId);
+          return { jobs, ended: jobs.every((j) => isTerminalJobStatus(j.status)) };
+        }
         let timer: NodeJS.Timeout | undefined;
         const onAbort = () => wake();
         signal?.addEventListener('abort', onAbort, { once: true });

@@ -90,6 +90,8 @@ export interface BatchRepository {
   listByOrg(orgId: string, query: BatchListQuery): Promise<BatchWithCounts[]>;
   /** The batch's jobs, in creation order (by agent). */
   jobs(batchId: string): Promise<Job[]>;
+  /** The ids of the batch's jobs not ended yet (pending, held or not, queued, running): an index seek. */
+  openJobIds(batchId: string): Promise<string[]>;
   /**
    * Hands out held jobs while fewer than the batch's maxParallel are handed out and open, under
    * the batch's lock (one decision across coordinators); gives the jobs released.
