@@ -1,4 +1,5 @@
 import { isValidEd25519PublicKey } from '@drover/shared';
+import { shownUrl } from './database-config.js';
 /**
  * The team-chat providers' app credentials (docs/chat.md, "Settings"). A provider is configured
  * when all of its required settings are set; a provider with none of them set is off (its
@@ -137,7 +138,9 @@ function url(env: Env, problems: string[], name: string, fallback: string, endin
     parsed.search ||
     parsed.hash
   ) {
-    problems.push(`${name}: expected an absolute http(s) URL without credentials, query or fragment, got \`${raw}\``);
+    problems.push(
+      `${name}: expected an absolute http(s) URL without credentials, query or fragment, got \`${shownUrl(raw)}\``,
+    );
     return fallback;
   }
   return parsed.toString().replace(/\/+$/, '') + ending;

@@ -1,4 +1,5 @@
 import { isRole, ROLES, type Role } from '@drover/shared';
+import { shownUrl } from './database-config.js';
 
 /**
  * How people sign in to the dashboard (docs/sso.md): passwords, single sign-on with an OpenID
@@ -138,7 +139,9 @@ function parseIssuer(raw: string, problems: string[]): string | null {
   }
   const loopbackHttp = url.protocol === 'http:' && LOOPBACK.has(url.hostname);
   if ((url.protocol !== 'https:' && !loopbackHttp) || url.username || url.password || url.search || url.hash) {
-    problems.push(`${expected} without credentials, query or fragment (http only on the loopback), got \`${raw}\``);
+    problems.push(
+      `${expected} without credentials, query or fragment (http only on the loopback), got \`${shownUrl(raw)}\``,
+    );
     return null;
   }
   return raw;

@@ -78,5 +78,16 @@ describe('chat settings', () => {
     expect(problems({ ...SLACK, DROVER_SLACK_API_URL: 'ftp://slack.example' })).toEqual([
       'DROVER_SLACK_API_URL: expected an absolute http(s) URL without credentials, query or fragment, got `ftp://slack.example`',
     ]);
+    // A password in the URL is never repeated: the problems go to standard error, the service's journal.
+    expect(
+      problems({
+        ...DISCORD,
+        DROVER_DISCORD_API_URL: 'https://proxy:hunter2-discord@discord.example/api',
+        DROVER_DISCORD_AUTHORIZE_URL: 'https://proxy:hunter2-authorize@discord.example/oauth2/authorize',
+      }),
+    ).toEqual([
+      'DROVER_DISCORD_API_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://proxy:****@discord.example/api`',
+      'DROVER_DISCORD_AUTHORIZE_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://proxy:****@discord.example/oauth2/authorize`',
+    ]);
   });
 });

@@ -523,6 +523,9 @@ describe('sign-in settings', () => {
     expect(problemsOf({ ...OIDC, DROVER_OIDC_ISSUER: 'http://id.example.com' })).toEqual([
       'DROVER_OIDC_ISSUER: expected the https URL of the OpenID provider (its issuer) without credentials, query or fragment (http only on the loopback), got `http://id.example.com`',
     ]);
+    expect(problemsOf({ ...OIDC, DROVER_OIDC_ISSUER: 'https://proxy:hunter2@id.example.com/realms/acme' })).toEqual([
+      'DROVER_OIDC_ISSUER: expected the https URL of the OpenID provider (its issuer) without credentials, query or fragment (http only on the loopback), got `https://proxy:****@id.example.com/realms/acme`',
+    ]);
   });
 
   it('refuses each setting that is wrong, saying what was expected, without echoing secrets', () => {

@@ -2,6 +2,7 @@ import type { Repositories } from '../model/repositories.js';
 import type { StorageBackend, StorageBinding } from '../model/storage-bindings.js';
 import { conflict, describeValue, notFound, validationFailed, type ValidationDetail } from '../../errors.js';
 import { newId } from '../../util/ids.js';
+import { shownUrl } from '../../config/database-config.js';
 import { nameProblem } from '../names.js';
 import { EndpointGuard, type AllowedHosts } from '../../storage/endpoint-guard.js';
 
@@ -79,7 +80,7 @@ function checkS3(input: StorageBindingInput, details: ValidationDetail[]): S3Con
   if (endpoint !== null && !isHttpUrl(endpoint)) {
     details.push({
       path: 'body.endpoint',
-      message: `must be an http or https URL without credentials, got ${describeValue(endpoint)}`,
+      message: `must be an http or https URL without credentials, got ${describeValue(shownUrl(endpoint))}`,
     });
   }
   const bucket = text('bucket');

@@ -98,4 +98,13 @@ describe('parseStorageBindingInput', () => {
     expect(JSON.stringify(details)).not.toContain('top secret');
     expect(JSON.stringify(problems({ ...s3, secretAccessKey: 7 }))).toContain('must be a string');
   });
+
+  it('never repeats the password of an endpoint given with credentials', () => {
+    expect(problems({ ...s3, endpoint: 'https://u:hunter2-s3@s3.example' })).toEqual([
+      {
+        path: 'body.endpoint',
+        message: 'must be an http or https URL without credentials, got `https://u:****@s3.example/` (string)',
+      },
+    ]);
+  });
 });
