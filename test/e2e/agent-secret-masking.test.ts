@@ -63,6 +63,8 @@ beforeAll(async () => {
     ].join('\n'),
   );
   writeWorkflowFile(a.stateDir, `ship-${SECRET}`, `name: ship-${SECRET}\nsteps: [{run: "true"}]\n`);
+  // Invalid: its problem repeats the value it found (`got \`...\``).
+  writeWorkflowFile(a.stateDir, 'broken', `name: broken\ntimeout: "${SECRET}"\nsteps: [{run: "true"}]\n`);
   daemon = startDaemonProcess(a.stateDir);
   await eventually(
     async () => {
@@ -82,6 +84,26 @@ afterAll(async () => {
 const agentLog = () => fs.readFileSync(path.join(a.stateDir, 'logs', 'agent.log'), 'utf8');
 
 describe('an agent with a secret', () => {
+  it('keeps it out of status.json, which `drover-agent status` prints, as out of its log', async () => {
+    const statusFile = path.join(a.stateDir, 'status.json');
+    const status = await eventually(
+      () => {
+        const text = fs.readFileSync(statusFile, 'utf8');
+        return text.includes('broken.yaml') ? text : null;
+      },
+      10_000,
+      'the broken workflow file in status.json',
+    );
+    expect(status).not.toContain(SECRET);
+    expect(JSON.parse(status).workflows.invalid).toEqual([
+      {
+        file: 'broken.yaml',
+        message: 'line 2: timeout: expected a duration like 30s, 5m or a number of seconds, got `***`',
+      },
+    ]);
+    expect(agentLog()).not.toContain(SECRET);
+  });
+
   it('reports its workflow definitions with the value masked in every text, and leaves out one named after it', async () => {
     const listed = await t.owner.get(`/orgs/${t.orgId}/workflows`);
     expect(listed.body.map((w: { name: string }) => w.name)).toEqual(['planted']);

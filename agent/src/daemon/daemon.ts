@@ -235,6 +235,8 @@ function openStatus(options: ResolvedDaemonOptions, enrollment: Enrollment): Dae
       workflows: { loaded: 0, invalid: [] },
     },
     (error) => logger.error({ err: error }, 'cannot write status.json'),
+    undefined,
+    () => options.secrets.masker,
   );
 }
 

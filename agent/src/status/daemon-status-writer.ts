@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { maskDeep, type Masker } from '../exec/secret-masker.js';
 import { writeFileAtomic } from '../state/files.js';
 import { DAEMON_STATUS_FILE, type DaemonStatus } from './daemon-status.js';
 import { WriteFailures } from './write-failures.js';
@@ -13,7 +14,9 @@ export const STATUS_WRITE_DELAY_MS = 100;
  * merged in and the file rewritten atomically, the changes of `delayMs` written once. The delay keeps the rewrite (a rename over
  * the old file, ~0.6 ms on ext4, which flushes the new data on a replace) off the way of a job
  * that has just arrived, and makes one write of a burst; the file is advisory. A write that fails
- * is said (`onError`) once per reason until one succeeds (write-failures.ts).
+ * is said (`onError`) once per reason until one succeeds (write-failures.ts). Every secret value
+ * `masker` knows is masked in what is written, as in the agent's log: `drover-agent status` prints
+ * the file (a workflow file's problem repeats the value it found there).
  */
 export class DaemonStatusWriter {
   #status: DaemonStatus;
@@ -22,6 +25,7 @@ export class DaemonStatusWriter {
   readonly #stateDir: string;
   readonly #onError: (error: unknown) => void;
   readonly #delayMs: number;
+  readonly #masker: () => Masker | null;
   readonly #failures = new WriteFailures();
 
   constructor(
@@ -29,10 +33,12 @@ export class DaemonStatusWriter {
     initial: Omit<DaemonStatus, 'updatedAt'>,
     onError: (error: unknown) => void = () => {},
     delayMs = STATUS_WRITE_DELAY_MS,
+    masker: () => Masker | null = () => null,
   ) {
     this.#stateDir = stateDir;
     this.#onError = onError;
     this.#delayMs = delayMs;
+    this.#masker = masker;
     this.#status = { ...initial, updatedAt: new Date().toISOString() };
     this.#write();
   }
@@ -64,7 +70,9 @@ export class DaemonStatusWriter {
     this.#status = { ...this.#status, updatedAt: new Date().toISOString() };
     const file = path.join(this.#stateDir, DAEMON_STATUS_FILE);
     try {
-      writeFileAtomic(file, `${JSON.stringify(this.#status, null, 2)}\n`, { durable: false });
+      const mask = this.#masker();
+      const shown = mask && mask.longest > 0 ? maskDeep(this.#status, mask) : this.#status;
+      writeFileAtomic(file, `${JSON.stringify(shown, null, 2)}\n`, { durable: false });
       this.#failures.written(file);
     } catch (error) {
       if (this.#failures.failed(file, error)) this.#onError(error);
