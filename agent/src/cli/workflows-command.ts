@@ -2,7 +2,7 @@ import path from 'node:path';
 import { showControls, showControlsInJson } from '@drover/shared';
 import type { Command } from 'commander';
 import { AgentError } from '../errors.js';
-import { shortSecretWarning } from '../exec/secret-masker.js';
+import { createMasker, maskDeep, shortSecretWarning } from '../exec/secret-masker.js';
 import { currentUid, ownerOf, userLabel } from '../state/owner.js';
 import { givenDir, stateDirOf } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
@@ -47,14 +47,25 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
       }
       const secrets = await loadSecrets(stateDir);
       const warnings = secretWarnings(loaded.workflows, secrets);
+      // A problem repeats the value it found: a secret's is masked, as in the agent's log and status
+      // (this output goes to provisioning scripts' logs and support tickets).
+      const mask = createMasker(Object.values(secrets.secrets));
 
       if (flags.json) {
         // File names and values are printed as the files have them: escape sequences in them shown, never obeyed.
-        io.out(
-          `${showControlsInJson(JSON.stringify({ directory: dir, missingDirectory: loaded.missingDirectory === true, workflows: loaded.workflows, problems: loaded.problems, warnings }, null, 2))}\n`,
+        const shown = maskDeep(
+          {
+            directory: dir,
+            missingDirectory: loaded.missingDirectory === true,
+            workflows: loaded.workflows,
+            problems: loaded.problems,
+            warnings,
+          },
+          mask,
         );
+        io.out(`${showControlsInJson(JSON.stringify(shown, null, 2))}\n`);
       } else {
-        io.out(`${report(dir, loaded.workflows, loaded.problems, warnings, loaded.missingDirectory)}\n`);
+        io.out(`${mask(report(dir, loaded.workflows, loaded.problems, warnings, loaded.missingDirectory))}\n`);
       }
       if (loaded.problems.length > 0) throw new CliExit(1);
     });

@@ -60,6 +60,22 @@ describe('drover-agent workflows', () => {
     );
   });
 
+  it('masks the values of secrets.yaml that a problem repeats, as the agent does in its log and status', async () => {
+    fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "Xq7_s3cr3t_Zk9"\n', { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY.replace('timeout: 15m', 'timeout: Xq7_s3cr3t_Zk9'));
+    const res = await run('workflows', '--state-dir', stateDir);
+    expect(res.code).toBe(1);
+    expect(res.out).not.toContain('Xq7_s3cr3t_Zk9');
+    expect(res.out).toContain(
+      '  deploy.yaml:6: timeout: expected a duration like 30s, 5m or a number of seconds, got `***`\n',
+    );
+    const json = await run('workflows', '--state-dir', stateDir, '--json');
+    expect(json.out).not.toContain('Xq7_s3cr3t_Zk9');
+    expect(JSON.parse(json.out).problems[0].message).toBe(
+      'timeout: expected a duration like 30s, 5m or a number of seconds, got `***`',
+    );
+  });
+
   it('counts invalid files, each once however many problems it has, as drover-agent status does', async () => {
     fs.writeFileSync(path.join(dir, 'hello.yml'), 'name: hello\nsteps: [{run: echo}]\n');
     fs.writeFileSync(
