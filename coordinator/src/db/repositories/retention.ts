@@ -68,7 +68,9 @@ const SHRINK_USAGE = command<[number, number, string]>(
   'UPDATE job_log_usage SET lines = lines - ?, bytes = CASE WHEN lines = ? THEN 0 ELSE bytes END WHERE job_id = ?',
 );
 const DELETE_BLOCKS_OF = command<[string]>((d) => `DELETE FROM rate_limit_blocks WHERE job_id ${d.inJsonArray('?')}`);
-// Their log lines, log usage, OTA update rows and chat messages go with them (ON DELETE CASCADE).
+/** Deleted before their jobs to be counted as deleted, not as the usage read before said. */
+const DELETE_LOGS_OF = command<[string]>((d) => `DELETE FROM job_logs WHERE job_id ${d.inJsonArray('?')}`);
+// Their log usage, OTA update rows and chat messages go with them (ON DELETE CASCADE).
 const DELETE_JOBS = command<[string]>((d) => `DELETE FROM jobs WHERE id ${d.inJsonArray('?')}`);
 /** Jobs read at most per batch, however many rows it may delete. */
 const MAX_JOBS_PER_BATCH = 1000;
@@ -128,16 +130,16 @@ function* deleteJobs(orgId: string, status: EndedStatus, before: string, rows: n
   }
   const chosen: string[] = [];
   let used = 0;
-  let logLines = 0;
   for (const c of candidates) {
     const lines = Number(c.lines);
     if (chosen.length > 0 && used + lines + 1 > rows) break;
     chosen.push(c.id);
     used += lines + 1;
-    logLines += lines;
   }
   const list = JSON.stringify(chosen);
   yield* run(DELETE_BLOCKS_OF, [list]);
+  // The lines there are now: another coordinator's sweep may have deleted some since the read.
+  const logLines = yield* run(DELETE_LOGS_OF, [list]);
   const jobs = yield* run(DELETE_JOBS, [list]);
   const more = chosen.length < candidates.length || candidates.length === Math.min(rows, MAX_JOBS_PER_BATCH);
   return { deleted: { ...NONE, jobs, logLines }, more };

@@ -297,4 +297,14 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     expect(await count('rate_limit_blocks')).toBe(0);
     expect(await count('jobs')).toBe(1);
   });
+
+  it('counts the log lines it deleted, not those the usage said when another sweep took some first', async () => {
+    const job = await endedJob('success', START - 100 * DAY, 5);
+    // What another coordinator's sweep leaves between this one's read of the usage and its delete.
+    await t.exec(`DELETE FROM job_logs WHERE job_id = '${job}' AND seq <= 3`);
+    await endedJob('success', START, 0);
+    const report = await service.sweep();
+    expect(report.deleted).toMatchObject({ jobs: 1, logLines: 2 });
+    expect(await count('job_logs')).toBe(0);
+  });
 });
