@@ -1,4 +1,4 @@
-import type { PgClient, PgPool } from '../postgres/pool.js';
+import { checkOut, type PgClient, type PgPool } from '../postgres/pool.js';
 import {
   countRows,
   firstTableWithRows,
@@ -81,7 +81,7 @@ const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024;
  * committed: the target is left empty (and migrated), never half-copied.
  */
 export async function copyDatabase(o: CopyDatabaseOptions): Promise<TableCopy[]> {
-  const client = await o.pool.connect();
+  const { client, release } = await checkOut(o.pool);
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
@@ -96,7 +96,7 @@ export async function copyDatabase(o: CopyDatabaseOptions): Promise<TableCopy[]>
       throw error;
     }
   } finally {
-    client.release(broken);
+    release(broken);
   }
 }
 

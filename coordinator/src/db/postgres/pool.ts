@@ -50,3 +50,34 @@ export function createPool(url: string, options: PoolOptions = {}): PgPool {
   pool.on('error', (error) => options.onIdleError?.(error));
   return pool;
 }
+
+/** A connection taken from the pool for several statements, and how to give it back. */
+export interface CheckedOut {
+  client: PgClient;
+  /** Gives the connection back; closed instead when `error` is given or the connection failed meanwhile. */
+  release(error?: Error): void;
+}
+
+/**
+ * A connection of the pool for several statements (a transaction). node-postgres emits `error` on
+ * a connection that fails while taken (PostgreSQL restarted, the backend terminated by
+ * `pg_terminate_backend`), and the pool listens on idle ones only: unheard, that event ended the
+ * coordinator (an uncaught exception). Here it is heard while the connection is out: the
+ * statements fail on their own (answered 503, database-errors.ts) and the connection is closed at
+ * release, never handed to the next caller.
+ */
+export async function checkOut(pool: PgPool): Promise<CheckedOut> {
+  const client = await pool.connect();
+  let failed: Error | undefined;
+  const onError = (error: Error) => {
+    failed ??= error;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    release(error) {
+      client.removeListener('error', onError);
+      client.release(error ?? failed);
+    },
+  };
+}

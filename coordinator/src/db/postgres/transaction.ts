@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { PgClient, PgPool } from './pool.js';
+import { checkOut, type PgClient, type PgPool } from './pool.js';
 
 /** Told of each committed transaction: how long it took from BEGIN to COMMIT (seconds), and 1. */
 export type PgCommitObserver = (seconds: number, batchSize: number) => void;
@@ -25,7 +25,7 @@ const isRetryable = (error: unknown): boolean => RETRYABLE.has((error as { code?
  */
 export async function inTransaction<T>(pool: PgPool, work: (client: PgClient) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
+    const { client, release } = await checkOut(pool);
     let broken: Error | undefined;
     try {
       const observer = observers.get(pool);
@@ -48,7 +48,7 @@ export async function inTransaction<T>(pool: PgPool, work: (client: PgClient) =>
       throw error;
     } finally {
       // A connection whose rollback failed is closed, never handed to the next caller.
-      client.release(broken);
+      release(broken);
     }
   }
 }
