@@ -27,11 +27,26 @@ const DRIVER_MESSAGES = [
   /^Client has encountered a connection error/,
 ];
 
+/** Errors met while a connection to PostgreSQL was being opened (db/postgres/pool.ts tells them). */
+const connectFailures = new WeakSet<Error>();
+
+/**
+ * Marks `error` as met while opening a connection: whatever its SQLSTATE, the server refused the
+ * connection (the database closed to connections, `pg_hba.conf` rejecting this host, the role not
+ * allowed to log in, its password changed), no query of the request, and it lasts until the
+ * operator opens it again. Gives `error`.
+ */
+export function markConnectFailure(error: Error): Error {
+  connectFailures.add(error);
+  return error;
+}
+
 /**
  * Whether `error` says the PostgreSQL database could not be reached or could not take the query
  * (answered 503 `unavailable`: http/error-handler.ts), as opposed to a query it refused.
  */
 export function isDatabaseUnreachable(error: Error): boolean {
+  if (connectFailures.has(error)) return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_STATE.test(code))) return true;
   return DRIVER_MESSAGES.some((pattern) => pattern.test(error.message));

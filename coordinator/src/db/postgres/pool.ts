@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { markConnectFailure } from '../../database-errors.js';
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -25,6 +26,23 @@ const types = {
 
 const CONNECTION_TIMEOUT_MS = 5_000;
 
+/**
+ * The pool's connections: an error met while one is opened is marked as such (database-errors.ts),
+ * so that a server refusing connections (for whatever reason it gives) is answered 503, not 500.
+ */
+class PoolConnection extends pg.Client {
+  override connect(): Promise<pg.Client>;
+  override connect(callback: (err: Error) => void): void;
+  override connect(callback?: (err: Error) => void): Promise<pg.Client> | void {
+    if (!callback) {
+      return super.connect().catch((error: Error) => {
+        throw markConnectFailure(error);
+      });
+    }
+    super.connect((error: Error) => callback(error instanceof Error ? markConnectFailure(error) : error));
+  }
+}
+
 export interface PoolOptions {
   /** Connections at most (node-postgres's default is 10). */
   max?: number;
@@ -40,6 +58,7 @@ export interface PoolOptions {
 export function createPool(url: string, options: PoolOptions = {}): PgPool {
   const pool = new pg.Pool({
     connectionString: url,
+    Client: PoolConnection,
     max: options.max ?? 10,
     // A query waits at most this long for a connection (the server down or unreachable), then
     // fails: answered 503 (database-errors.ts) instead of hanging.
