@@ -22,6 +22,14 @@ describe("the packages' systemd units", () => {
     },
   );
 
+  it.each(['drover-agent', 'drover-coordinator'])(
+    '%s is not restarted after exit status 2, a bad setting that a restart would refuse again',
+    (name) => {
+      expect(unit(name)).toMatch(/^Restart=on-failure$/m);
+      expect(unit(name)).toMatch(/^RestartPreventExitStatus=2$/m);
+    },
+  );
+
   it('runs the agent as drover-agent, the user its state directory and the docs name', () => {
     expect(unit('drover-agent')).toMatch(/^User=drover-agent$/m);
   });

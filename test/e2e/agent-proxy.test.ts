@@ -202,7 +202,7 @@ describe('an agent behind an HTTP forward proxy', () => {
     const notPem = path.join(path.dirname(a.stateDir), 'ca.pem');
     fs.writeFileSync(notPem, 'not a certificate\n');
     const run = await runAgentCli(['run', '--state-dir', a.stateDir, '--ca-file', notPem], proxyEnv({}));
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stderr).toBe(
       `drover-agent: error: --ca-file: ${notPem} holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)\n`,
     );

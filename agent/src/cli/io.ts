@@ -16,6 +16,13 @@ export class CliExit extends Error {
   }
 }
 
+/**
+ * The exit code of a bad usage or setting (an unknown option, a bad value of a flag or of a
+ * variable of /etc/drover/agent.env): the coordinator's, so that the unit's
+ * `RestartPreventExitStatus=2` stops systemd restarting an agent that will refuse it again.
+ */
+export const CONFIG_ERROR_EXIT_CODE = 2;
+
 /** The exit code of a command whose reader went away (EPIPE), as a shell gives a tool SIGPIPE ended. */
 export const BROKEN_PIPE_EXIT_CODE = 141;
 

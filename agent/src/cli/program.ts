@@ -7,7 +7,7 @@ import { configureStatusCommand } from './status-command.js';
 import { configureWorkflowsCommand } from './workflows-command.js';
 import { configureLogsCommand } from './logs-command.js';
 import { configureRunCommand } from './run-command.js';
-import { CliExit, exitQuietlyOnBrokenPipe, processIo, type CliIo } from './io.js';
+import { CliExit, CONFIG_ERROR_EXIT_CODE, exitQuietlyOnBrokenPipe, processIo, type CliIo } from './io.js';
 
 export { CliExit, processIo, type CliIo };
 
@@ -41,7 +41,8 @@ export function buildProgram(io: CliIo): Command {
 
 /**
  * Runs the CLI and returns its exit code: 0 on success, 1 when the operation failed (with a
- * one-line `drover-agent: error: ...` on stderr), commander's code for usage errors.
+ * one-line `drover-agent: error: ...` on stderr), 2 for a bad usage or setting (a flag, a variable
+ * of agent.env: restarting the service does not fix it, and its unit does not).
  */
 export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   try {
@@ -49,11 +50,14 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     return 0;
   } catch (error) {
     if (error instanceof CliExit) return error.exitCode;
-    if (error instanceof CommanderError) return error.exitCode; // commander printed the message
+    if (error instanceof CommanderError) {
+      // commander printed the message; help and --version end 0, every other case is a bad usage
+      return error.exitCode === 0 ? 0 : CONFIG_ERROR_EXIT_CODE;
+    }
     if (isAgentError(error)) {
       // A coordinator's refusal is in it: shown, never obeyed by the terminal.
       io.err(`drover-agent: error: ${showControls(error.message)}\n`);
-      return 1;
+      return error.code === 'bad_config' ? CONFIG_ERROR_EXIT_CODE : 1;
     }
     io.err(`drover-agent: unexpected error: ${showControls((error as Error)?.stack ?? String(error))}\n`);
     return 1;

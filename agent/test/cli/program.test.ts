@@ -159,7 +159,7 @@ describe('drover-agent enroll, before any network call', () => {
 
   it('says a bad option value (a flag, or a variable of agent.env) in two lines, not followed by the usage', async () => {
     expect(await run('run', '--queue-capacity', '0')).toEqual({
-      code: 1,
+      code: 2,
       out: '',
       err: expect.stringMatching(
         /^error: option '--queue-capacity <n>' argument '0' is invalid\..*\nsee `drover-agent run --help`\n$/,
@@ -168,6 +168,7 @@ describe('drover-agent enroll, before any network call', () => {
     process.env.DROVER_AGENT_MIN_DOWNLOAD_SPEED = 'fast';
     try {
       const res = await run('run', '--state-dir', path.join(root, 'none'));
+      expect(res.code).toBe(2);
       expect(res.err.split('\n')).toEqual([
         expect.stringMatching(/^error: option .* value 'fast' from env 'DROVER_AGENT_MIN_DOWNLOAD_SPEED' is invalid/),
         'see `drover-agent run --help`',
@@ -179,10 +180,33 @@ describe('drover-agent enroll, before any network call', () => {
     expect((await run('nonsense')).err).toMatch(/\nsee `drover-agent --help`\n$/);
   });
 
-  it('exits non-zero with commander usage errors', async () => {
-    expect((await run('enroll')).code).not.toBe(0);
-    expect((await run('nonsense')).code).not.toBe(0);
+  it('exits 2 with commander usage errors, as the coordinator', async () => {
+    expect((await run('enroll')).code).toBe(2);
+    expect((await run('nonsense')).code).toBe(2);
+    expect((await run('status', '--bogus')).code).toBe(2);
     expect((await run('--version')).code).toBe(0);
+    expect((await run('run', '--help')).code).toBe(0);
+  });
+
+  it("exits 2 for a bad variable of agent.env, which the unit's RestartPreventExitStatus=2 does not restart every 5 s", async () => {
+    // Exit 1 (any failure) made systemd's Restart=on-failure start it again forever, filling the journal.
+    for (const [name, value, message] of [
+      ['DROVER_AGENT_MIN_DOWNLOAD_SPEED', 'abc', /value 'abc' from env 'DROVER_AGENT_MIN_DOWNLOAD_SPEED' is invalid/],
+      ['DROVER_AGENT_LABELS', 'bad', /DROVER_AGENT_LABELS item "bad"/],
+      ['DROVER_AGENT_SELF_UPDATE', 'maybe', /DROVER_AGENT_SELF_UPDATE expects on or off/],
+      ['HTTPS_PROXY', 'ftp://proxy.lan', /HTTPS_PROXY/],
+    ] as const) {
+      process.env[name] = value;
+      try {
+        const res = await run('run', '--state-dir', path.join(root, 'none'));
+        expect(res.code, name).toBe(2);
+        expect(res.err, name).toMatch(message);
+      } finally {
+        delete process.env[name];
+      }
+    }
+    // A failure that may pass is not one: systemd retries it.
+    expect((await run('run', '--state-dir', path.join(root, 'none'))).code).toBe(1);
   });
 });
 
@@ -200,7 +224,7 @@ describe('the state directory setting', () => {
       ]) {
         for (const value of ['', '  ']) {
           expect(await run(...command, '--state-dir', value)).toEqual({
-            code: 1,
+            code: 2,
             out: '',
             err: `drover-agent: error: --state-dir expects a directory path, got \`${value}\`\n`,
           });
@@ -208,7 +232,7 @@ describe('the state directory setting', () => {
         process.env.DROVER_AGENT_STATE_DIR = ' ';
         try {
           expect(await run(...command)).toEqual({
-            code: 1,
+            code: 2,
             out: '',
             err: 'drover-agent: error: DROVER_AGENT_STATE_DIR expects a directory path, got ` `\n',
           });
@@ -228,7 +252,7 @@ describe('the workflows directory setting', () => {
     for (const command of ['run', 'workflows']) {
       for (const value of ['', ' ']) {
         expect(await run(command, '--state-dir', path.join(root, 'none'), '--workflows-dir', value)).toEqual({
-          code: 1,
+          code: 2,
           out: '',
           err: `drover-agent: error: --workflows-dir expects a directory path, got \`${value}\`\n`,
         });
@@ -258,7 +282,7 @@ describe('drover-agent run: the self-update settings, checked before anything st
     process.env[SELF_UPDATE_ENV] = 'maybe';
     try {
       const res = await run('run', '--state-dir', path.join(root, 'none'));
-      expect(res.code).toBe(1);
+      expect(res.code).toBe(2);
       expect(res.err).toBe(
         'drover-agent: error: DROVER_AGENT_SELF_UPDATE expects on or off (1/0, true/false), got `maybe`\n',
       );

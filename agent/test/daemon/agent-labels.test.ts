@@ -64,9 +64,9 @@ describe('the labels of drover-agent run', () => {
     );
   });
 
-  it('stops drover-agent run before anything else, with one line and exit status 1', async () => {
+  it('stops drover-agent run before anything else, with one line and exit status 2 (a bad setting: systemd does not restart it)', async () => {
     const res = await run('run', '--state-dir', '/nonexistent/drover-labels-test', '--label', 'Bad=x');
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(2);
     expect(res.err).toMatch(/^drover-agent: error: --label "Bad=x": "Bad" is not a label key: [^\n]*\n$/);
     const help = await run('run', '--help');
     expect(help.out).toMatch(/--label <key=value> +a label this agent reports \(repeatable/);
