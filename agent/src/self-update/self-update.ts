@@ -196,9 +196,11 @@ export class SelfUpdate {
       return adopted;
     }
     const message =
-      version === marker.fromVersion
-        ? `the agent started as ${version} again before ${marker.toVersion} was in place (it stopped during the swap)`
-        : `the agent started as ${version}, neither ${marker.fromVersion} nor ${marker.toVersion} (the binary was replaced by other means)`;
+      version !== marker.fromVersion
+        ? `the agent started as ${version}, neither ${marker.fromVersion} nor ${marker.toVersion} (the binary was replaced by other means)`
+        : marker.starts > 0
+          ? `the agent started as ${version} again after ${marker.toVersion} had started ${marker.starts} time${marker.starts === 1 ? '' : 's'}: it was put back (rolled back without its reason recorded, a full disk say, or by hand)`
+          : `the agent started as ${version} again before ${marker.toVersion} was in place (it stopped during the swap)`;
     this.#log.warn(`self-update to ${marker.toVersion} given up: ${message}`);
     this.#fail(marker, message);
     return adopted;
@@ -287,7 +289,6 @@ export class SelfUpdate {
     );
     try {
       restorePrevious(marker.previous, marker.executable);
-      writeMarker(this.#options.stateDir, { ...marker, phase: 'rolled_back', reason });
     } catch (error) {
       this.#log.fatal(
         { err: error },
@@ -298,6 +299,19 @@ export class SelfUpdate {
       this.#stuck = true;
       this.#trial = marker;
       return;
+    }
+    // The previous binary is in place: whatever happens to the marker now, this one must not go on
+    // to be confirmed (the job would end `success` and `installed` be reported while the
+    // executable is the previous version). Unrecorded (a full disk), the previous binary finds the
+    // marker still `swapped` and fails the job all the same, without the reason.
+    try {
+      writeMarker(this.#options.stateDir, { ...marker, phase: 'rolled_back', reason });
+    } catch (error) {
+      this.#log.error(
+        { err: error },
+        `self-update: ${marker.fromVersion} is back, but the rollback's reason cannot be recorded (${(error as Error).message}); ` +
+          `${marker.fromVersion} reports the update failed all the same`,
+      );
     }
     this.#options.restart(`rollback to ${marker.fromVersion}`);
   }

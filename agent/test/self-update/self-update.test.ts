@@ -243,6 +243,41 @@ describe('self-update', () => {
     expect(finished).toEqual([]);
   });
 
+  it('a rollback whose marker cannot be written (a full disk) still restarts into the previous binary, never confirming the new one', async () => {
+    script(`${exe}.previous`, agentLine('0.1.0'));
+    script(exe, agentLine('0.2.0'));
+    writeMarker(stateDir, marker({ deadlineMs: 50 }));
+    const update = selfUpdate('0.2.0');
+    update.resume(parts());
+    // The marker can no longer be written: a directory where its rename goes (ENOSPC on a device).
+    fs.rmSync(markerPath(stateDir));
+    fs.mkdirSync(markerPath(stateDir));
+    fs.writeFileSync(path.join(markerPath(stateDir), 'x'), '');
+    await eventually(() => restarts.length > 0, 5000, 'the rollback');
+    expect(restarts).toEqual(['rollback to 0.1.0']);
+    expect(fs.readFileSync(exe, 'utf8')).toContain('0.1.0');
+    expect(messages()).toContainEqual(
+      expect.stringMatching(
+        /^self-update: 0\.1\.0 is back, but the rollback's reason cannot be recorded \(Cannot write /,
+      ),
+    );
+    // It said the previous binary could not be put back, stayed, and was confirmed when it connected:
+    // the job `success` and `installed` reported, with 0.1.0 on disk for every start to come.
+    update.connected();
+    expect(finished).toEqual([]);
+    expect(reports).toEqual([]);
+  });
+
+  it('the previous binary, started with the marker of a trial it could not record, fails the job saying it was put back', () => {
+    writeMarker(stateDir, marker({ firstStartAt: new Date().toISOString(), starts: 2 }));
+    selfUpdate('0.1.0').resume(parts());
+    expect(finished[0]?.result.errorMessage).toBe(
+      'self-update to 0.2.0 failed: the agent started as 0.1.0 again after 0.2.0 had started 2 times: it was put back ' +
+        '(rolled back without its reason recorded, a full disk say, or by hand)',
+    );
+    expect(fs.existsSync(markerPath(stateDir))).toBe(false);
+  });
+
   it('a new binary that keeps crashing is rolled back at the start after the deadline, counted from its first start', () => {
     script(`${exe}.previous`, agentLine('0.1.0'));
     script(exe, agentLine('0.2.0'));
