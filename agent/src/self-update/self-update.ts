@@ -8,6 +8,7 @@ import type { DeployStateStore, InstalledRelease } from '../deploy/deploy-state.
 import { formatDuration } from '../exec/durations.js';
 import { failedResult, type JobResult } from '../exec/run-workflow.js';
 import type { Masker } from '../exec/secret-masker.js';
+import { describeFileError } from '../state/files.js';
 import {
   checkBinaryVersion,
   keepPrevious,
@@ -108,12 +109,11 @@ export class SelfUpdate {
       removeQuietly(staged);
       return failedResult(`self-update not installed: ${message}; ${version} keeps running`);
     };
+    const bytes = sizeOf(req.artifactPath);
     try {
       await stageBinary(req.artifactPath, executable);
     } catch (error) {
-      return fail(
-        `cannot write the new binary beside ${executable} (${(error as Error).message}); the agent's user must be allowed to write to that directory`,
-      );
+      return fail(stagingProblem(error, executable, bytes));
     }
     req.say(`self-update: checking the new binary: ${staged} --version`);
     const checked = await checkBinaryVersion(staged);
@@ -380,6 +380,34 @@ export class SelfUpdate {
 }
 
 const now = () => new Date().toISOString();
+
+/**
+ * Why the new binary could not be written beside the executable. Only a permission is the
+ * directory's owner to fix: a full disk, a quota, a read-only or failing file system said as that
+ * one sent the technician to `chown` a directory that is fine.
+ */
+export function stagingProblem(error: unknown, executable: string, bytes: number | null = null): string {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  const where = `cannot write the new binary beside ${executable}`;
+  const message = (error as Error)?.message ?? String(error);
+  if (code === 'EACCES' || code === 'EPERM') {
+    return `${where} (${message}); the agent's user must be allowed to write to that directory`;
+  }
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    const needs = bytes === null ? '' : `; it takes ${Math.ceil(bytes / (1024 * 1024))} MiB there`;
+    return `${where}: ${describeFileError(error, path.dirname(executable))}${needs}`;
+  }
+  if (code === 'EROFS' || code === 'EIO') return `${where}: ${describeFileError(error, path.dirname(executable))}`;
+  return `${where} (${message})`;
+}
+
+function sizeOf(file: string): number | null {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return null;
+  }
+}
 
 /** Removes a file left behind; one that cannot be removed stays (it is replaced at the next attempt). */
 function removeQuietly(file: string): void {

@@ -15,7 +15,7 @@ import {
   writeMarker,
   type SelfUpdateMarker,
 } from '../../src/self-update/marker.js';
-import { HANDED_OVER, SelfUpdate, type SelfUpdateOptions } from '../../src/self-update/self-update.js';
+import { HANDED_OVER, SelfUpdate, stagingProblem, type SelfUpdateOptions } from '../../src/self-update/self-update.js';
 import { captureLogger } from '../log-capture.js';
 import { eventually } from '../../../test/helpers/poll.js';
 
@@ -191,11 +191,33 @@ describe('self-update', () => {
     fs.mkdirSync(path.join(dir, 'bin', 'drover-agent.new', 'in-the-way'), { recursive: true });
     const { result } = await install(selfUpdate('0.1.0'), script(path.join(dir, 'artifact'), agentLine('0.2.0')));
     expect((result as JobResult).errorMessage).toMatch(
-      /^self-update not installed: cannot write the new binary beside .*drover-agent \(.*\); the agent's user must be allowed to write to that directory; 0\.1\.0 keeps running$/,
+      /^self-update not installed: cannot write the new binary beside .*drover-agent \(.*\); 0\.1\.0 keeps running$/,
     );
     expect(fs.readFileSync(exe, 'utf8')).toContain('0.1.0');
     expect(fs.existsSync(markerPath(stateDir))).toBe(false);
     expect(restarts).toEqual([]);
+  });
+
+  it('says a full disk is a full disk, not a permission of the directory, when the new binary cannot be written', () => {
+    // The error the system gives a write on a full device, as the copy to another file system meets it.
+    let full: unknown;
+    try {
+      fs.writeFileSync('/dev/full', 'x');
+    } catch (error) {
+      full = error;
+    }
+    expect((full as NodeJS.ErrnoException).code).toBe('ENOSPC');
+    expect(stagingProblem(full, '/opt/drover-agent/drover-agent', 110 * 1024 * 1024 + 1)).toBe(
+      'cannot write the new binary beside /opt/drover-agent/drover-agent: no space left on the device ' +
+        '(ENOSPC; free some: `df -h /opt/drover-agent`); it takes 111 MiB there',
+    );
+    const denied = Object.assign(new Error("EACCES: permission denied, open '/opt/drover-agent/drover-agent.new'"), {
+      code: 'EACCES',
+    });
+    expect(stagingProblem(denied, '/opt/drover-agent/drover-agent')).toBe(
+      "cannot write the new binary beside /opt/drover-agent/drover-agent (EACCES: permission denied, open '/opt/drover-agent/drover-agent.new'); " +
+        "the agent's user must be allowed to write to that directory",
+    );
   });
 
   it('the new binary on trial is confirmed when it connects: the job succeeds with its agentVersion', () => {
