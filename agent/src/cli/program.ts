@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { showControls, versionWithRuntime } from '@drover/shared';
 import { isAgentError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
+import { stateDirOf } from '../state/paths.js';
 import { configureEnrollCommand } from './enroll-command.js';
 import { configureStatusCommand } from './status-command.js';
 import { configureWorkflowsCommand } from './workflows-command.js';
@@ -52,14 +53,39 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     if (error instanceof CliExit) return error.exitCode;
     if (error instanceof CommanderError) {
       // commander printed the message; help and --version end 0, every other case is a bad usage
-      return error.exitCode === 0 ? 0 : CONFIG_ERROR_EXIT_CODE;
+      if (error.exitCode === 0) return 0;
+      return (await rollBackOnRefusedSettings(argv, error.message, io)) ?? CONFIG_ERROR_EXIT_CODE;
     }
     if (isAgentError(error)) {
       // A coordinator's refusal is in it: shown, never obeyed by the terminal.
       io.err(`drover-agent: error: ${showControls(error.message)}\n`);
-      return error.code === 'bad_config' ? CONFIG_ERROR_EXIT_CODE : 1;
+      if (error.code !== 'bad_config') return 1;
+      return (await rollBackOnRefusedSettings(argv, error.message, io)) ?? CONFIG_ERROR_EXIT_CODE;
     }
     io.err(`drover-agent: unexpected error: ${showControls((error as Error)?.stack ?? String(error))}\n`);
     return 1;
   }
+}
+
+/**
+ * `run` refused a setting: when this binary is a self-update on trial, the previous binary is put
+ * back and the agent exits 75 for it to start (docs/agent.md, "Self-update"), rather than 2, which
+ * the unit does not restart. Null otherwise.
+ */
+async function rollBackOnRefusedSettings(argv: readonly string[], problem: string, io: CliIo): Promise<number | null> {
+  if (argv[0] !== 'run') return null;
+  let stateDir: string;
+  try {
+    const at = argv.findIndex((arg) => arg === '--state-dir' || arg.startsWith('--state-dir='));
+    const flag = at < 0 ? undefined : argv[at]!.includes('=') ? argv[at]!.slice('--state-dir='.length) : argv[at + 1];
+    stateDir = stateDirOf(flag);
+  } catch {
+    return null; // the state directory is what was refused
+  }
+  const { rollBackRefusedSettings } = await import('../self-update/refused-settings.js');
+  const { RESTART_EXIT_CODE } = await import('../self-update/builtin-workflow.js');
+  const said = rollBackRefusedSettings(stateDir, problem.replace(/^error: /, '').trim());
+  if (said === null) return null;
+  io.err(`drover-agent: ${showControls(said)}\n`);
+  return said.startsWith('self-update to ') ? RESTART_EXIT_CODE : null;
 }

@@ -7,6 +7,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
 import { crashHandler, SELF_UPDATE_ENV, selfUpdateFromEnv, selfUpdateSetting } from '../../src/cli/run-command.js';
+import { markerPath, readMarker, writeMarker } from '../../src/self-update/marker.js';
+import { AGENT_VERSION } from '../../src/version.js';
 import { runAgentCli as run } from './run-cli.js';
 
 let root: string;
@@ -298,6 +300,72 @@ describe('drover-agent run: the self-update settings, checked before anything st
     const res = await run('run', '--self-update-deadline', '500ms', '--state-dir', path.join(root, 'none'));
     expect(res.code).not.toBe(0);
     expect(res.err).toContain('--self-update-deadline must be at least 1000ms, got `500ms`.');
+  });
+});
+
+describe('drover-agent run: a self-update on trial whose new binary refuses the settings', () => {
+  function trial(stateDir: string, exe: string) {
+    fs.mkdirSync(stateDir, { mode: 0o700 });
+    fs.writeFileSync(exe, '#!/bin/sh\necho new\n', { mode: 0o755 });
+    fs.writeFileSync(`${exe}.previous`, '#!/bin/sh\necho previous\n', { mode: 0o755 });
+    writeMarker(stateDir, {
+      version: 1,
+      phase: 'swapped',
+      jobId: '01a22507-6a18-7cbe-81a5-f3632d4c6831',
+      applicationId: '3f2c1b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b',
+      release: { releaseId: '0bbd5bdb-a616-40ee-a95a-37e36c7e67b6', version: AGENT_VERSION, sequence: 2 },
+      executable: exe,
+      previous: `${exe}.previous`,
+      fromVersion: '0.0.9',
+      toVersion: AGENT_VERSION,
+      deadlineMs: 120_000,
+      swappedAt: new Date().toISOString(),
+      firstStartAt: null,
+      starts: 0,
+      reason: null,
+    });
+  }
+
+  it('puts the previous binary back and exits 75 for it to start, where exit 2 left the machine with no agent', async () => {
+    // It stops before its daemon reads the marker: its deadline never passed, and the unit does not restart exit 2.
+    const stateDir = path.join(root, 'state');
+    const exe = path.join(root, 'drover-agent');
+    trial(stateDir, exe);
+    process.env.DROVER_AGENT_LABELS = 'bad';
+    try {
+      const res = await run('run', '--state-dir', stateDir);
+      expect(res.code).toBe(75);
+      const reason = `${AGENT_VERSION} refused this machine's settings: DROVER_AGENT_LABELS item "bad": "bad" is not a label: expected key=value`;
+      expect(res.err).toBe(
+        'drover-agent: error: DROVER_AGENT_LABELS item "bad": "bad" is not a label: expected key=value\n' +
+          `drover-agent: self-update to ${AGENT_VERSION} rolled back: ${reason}; 0.0.9 was put back from ${exe}.previous; restarting (exit code 75)\n`,
+      );
+      expect(fs.readFileSync(exe, 'utf8')).toContain('previous');
+      // The previous binary, started next, fails the update job with that reason.
+      expect(readMarker(stateDir)).toMatchObject({ phase: 'rolled_back', reason });
+    } finally {
+      delete process.env.DROVER_AGENT_LABELS;
+    }
+  });
+
+  it('does so for a refused flag too, and leaves a binary that is no trial alone (exit 2)', async () => {
+    const stateDir = path.join(root, 'state');
+    const exe = path.join(root, 'drover-agent');
+    trial(stateDir, exe);
+    const res = await run('run', '--queue-capacity', '0', `--state-dir=${stateDir}`);
+    expect(res.code).toBe(75);
+    expect(readMarker(stateDir)).toMatchObject({
+      phase: 'rolled_back',
+      reason: expect.stringMatching(
+        new RegExp(
+          `^${AGENT_VERSION.replaceAll('.', '\\.')} refused this machine's settings: option '--queue-capacity <n>' argument '0' is invalid`,
+        ),
+      ),
+    });
+    fs.rmSync(markerPath(stateDir));
+    fs.writeFileSync(exe, 'new');
+    expect((await run('run', '--queue-capacity', '0', '--state-dir', stateDir)).code).toBe(2);
+    expect(fs.readFileSync(exe, 'utf8')).toBe('new');
   });
 });
 
