@@ -347,7 +347,7 @@ describe('labels (docs/agent.md, "Labels")', () => {
   it('stops at startup with one line naming a bad --label, before connecting', async () => {
     const b = await enrolled();
     const bad = start(b.stateDir, ['--label', 'os=plan9']);
-    expect(await bad.exited).toEqual({ code: 1, signal: null });
+    expect(await bad.exited).toEqual({ code: 2, signal: null });
     expect(bad.output()).toBe(
       `drover-agent: error: --label "os=plan9": the agent sets the label os itself (os=${process.platform} here); remove it\n`,
     );

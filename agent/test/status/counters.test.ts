@@ -136,7 +136,7 @@ describe("the agent's counters", () => {
       [root, `--metrics-file expects a file path, got the directory ${root}.`],
     ] as const) {
       const res = await run('run', '--state-dir', root, '--metrics-file', value);
-      expect(res.code).toBe(1);
+      expect(res.code).toBe(2);
       expect(res.err).toContain(`argument '${value}' is invalid. ${message}\n`);
     }
   });
