@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
 import { crashHandler, SELF_UPDATE_ENV, selfUpdateFromEnv, selfUpdateSetting } from '../../src/cli/run-command.js';
+import { acquireDaemonLock } from '../../src/daemon/lock.js';
 import { markerPath, readMarker, writeMarker } from '../../src/self-update/marker.js';
 import { AGENT_VERSION } from '../../src/version.js';
 import { runAgentCli as run } from './run-cli.js';
@@ -345,6 +347,22 @@ describe('drover-agent run: a self-update on trial whose new binary refuses the 
       expect(readMarker(stateDir)).toMatchObject({ phase: 'rolled_back', reason });
     } finally {
       delete process.env.DROVER_AGENT_LABELS;
+    }
+  });
+
+  it('leaves the trial alone when another agent runs with the state directory (a typo run by hand beside the service)', async () => {
+    const stateDir = path.join(root, 'state');
+    const exe = path.join(root, 'drover-agent');
+    trial(stateDir, exe);
+    const service = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      acquireDaemonLock(stateDir, service.pid);
+      const res = await run('run', '--bogus', '--state-dir', stateDir);
+      expect(res.code).toBe(2);
+      expect(fs.readFileSync(exe, 'utf8')).toContain('new');
+      expect(readMarker(stateDir)).toMatchObject({ phase: 'swapped' });
+    } finally {
+      service.kill();
     }
   });
 
