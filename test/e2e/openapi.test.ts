@@ -213,7 +213,7 @@ describe('the OpenAPI document', () => {
     });
   });
 
-  it("lists what a DELETE's body and a path's malformed percent-encoding get before the route: 400, 413, 415", async () => {
+  it("lists what a DELETE's body and a path's malformed percent-encoding get before the route (400, 413, 415), and 503 everywhere", async () => {
     const { token } = await issueApiToken(t.owner, t.orgId, [
       { type: 'storage', bindingIds: null, permissions: ['read', 'delete'] },
     ]);
@@ -244,6 +244,9 @@ describe('the OpenAPI document', () => {
       const has = (status: string) => op.responses?.[status] !== undefined;
       if (/^DELETE /.test(name) && !['400', '413', '415'].every(has)) problems.push(`${name}: no 400, 413 or 415`);
       if (name.includes('{') && !has('400')) problems.push(`${name}: a path parameter without 400`);
+      // Any route, while the coordinator shuts down or its database is out of reach.
+      const unavailable = op.responses?.['503'];
+      if (unavailable?.headers?.['retry-after'] === undefined) problems.push(`${name}: no 503 with Retry-After`);
     }
     expect(problems).toEqual([]);
   });

@@ -14,7 +14,9 @@ import { describeOtherAnswers } from './named.js';
  *   `documented.body` or `documented.rawBody`) 415 (a `Content-Encoding`) and 422 (not JSON);
  *   one that validates a body or a query 422;
  * - a path parameter may answer 400 (a malformed percent-encoding: http/error-handler.ts);
- * - every 429 carries `Retry-After`.
+ * - every route may answer 503 `unavailable`: the coordinator is shutting down (app.ts), or its
+ *   database cannot be reached or take writes (http/error-handler.ts);
+ * - every 429 carries `Retry-After`, and a 503 mostly does.
  */
 export interface DocumentedRequest {
   headers?: Record<string, object>;
@@ -67,7 +69,10 @@ export function describeForDocument<S extends FastifySchema>(input: {
   }
   if (input.url.includes(':')) response[400] ??= ERROR_BODY;
   if (schema.body || schema.querystring) response[422] ??= ERROR_BODY;
-  if (response[429]) response[429] = { ...(response[429] as object), headers: RETRY_AFTER };
+  response[503] ??= ERROR_BODY;
+  for (const status of [429, 503]) {
+    if (response[status]) response[status] = { ...(response[status] as object), headers: RETRY_AFTER };
+  }
   if (Object.keys(response).length > 0) view.response = response;
   return { schema: view as FastifySchema, url };
 }
