@@ -86,7 +86,9 @@ export class BatchService {
   /** The batch's jobs, one row per agent, with the agents' names. */
   async jobViews(orgId: string, batchId: string): Promise<BatchJobView[]> {
     const jobs = await this.deps.repos.batches.jobs(batchId);
-    const names = new Map((await this.deps.repos.agents.listByOrg(orgId)).map((a) => [a.id, a.name]));
+    // The batch's own agents only (a batch may select a few of a large fleet; its page polls this).
+    const ids = [...new Set(jobs.flatMap((job) => (job.agentId === null ? [] : [job.agentId])))];
+    const names = new Map((await this.deps.repos.agents.listByIds(orgId, ids)).map((a) => [a.id, a.name]));
     return jobs.map((job) => ({
       jobId: job.id,
       number: job.number,
