@@ -43,11 +43,13 @@ const TAKE = query<JobRow, [string, string, number | null, string]>(
  * still `disconnected` (its stream may have opened again on another coordinator meanwhile), and
  * each only from `pending` or `queued`, so that a start committed first keeps it (the agent runs
  * it) and a start committed after finds it no longer the agent's (the agent does not run it).
+ * A job of a pool is one of a trigger on a selector outside a batch, whatever the trigger's fanout
+ * is now (as a claim takes it): one made a batch since the call keeps its pool's jobs.
  */
 const RELEASE = query<JobRow, [string, string]>(
   `UPDATE jobs SET agent_id = NULL, status = 'pending', queued_at = NULL, deadline_at = NULL
    WHERE agent_id = ? AND status IN ('pending', 'queued') AND batch_id IS NULL AND kind = 'trigger'
-     AND trigger_id IN (SELECT id FROM triggers WHERE agent_selector IS NOT NULL AND fanout = 'one')
+     AND trigger_id IN (SELECT id FROM triggers WHERE agent_selector IS NOT NULL)
      AND EXISTS (SELECT 1 FROM agents WHERE id = ? AND status = 'disconnected')
    RETURNING *`,
 );

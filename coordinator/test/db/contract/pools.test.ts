@@ -179,4 +179,13 @@ describe.each(DATABASES)('pool claims (%s)', (kind) => {
     const other = await enroll(t.repos, orgId, AT);
     expect((await t.repos.pools.claim(taker(other, 4), 4)).map((j) => j.id)).toEqual([handed, accepted]);
   });
+
+  it('puts back the pool jobs of a trigger made a batch since (fanout all): they are still jobs of its pool', async () => {
+    const [handed] = (await waiting(1)) as [string];
+    expect((await t.repos.pools.claim(taker(agentId, 4), 1)).map((j) => j.id)).toEqual([handed]);
+    await t.exec(`UPDATE triggers SET fanout = 'all' WHERE id = '${triggerId}'`);
+    expect(await t.repos.agents.markDisconnected(agentId, AT, AT)).toBe(true);
+    expect((await t.repos.pools.release(agentId)).map((j) => j.id)).toEqual([handed]);
+    expect(await t.repos.jobs.findById(handed)).toMatchObject({ agentId: null, status: 'pending' });
+  });
 });
