@@ -645,8 +645,37 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await expectAccessible(page(), 'a running batch');
       await docScreenshot(page(), 'batch-running');
 
-      await step(fleet['gw-a']!, a, 'finish', finishBody());
+      // A read in which one job changed redraws its row only (a batch of thousands of agents polls
+      // too): the others keep what React drew them with, and a running job's duration still counts.
+      const drawn = () =>
+        page().evaluate(() => {
+          type Row = { getAttribute(name: string): string | null } & Record<string, unknown>;
+          const w = globalThis as unknown as {
+            drawnRows?: Map<string, unknown>;
+            document: { querySelectorAll(selector: string): Iterable<Row> };
+          };
+          const before = w.drawnRows;
+          w.drawnRows = new Map();
+          const redrawn: string[] = [];
+          for (const row of w.document.querySelectorAll('table.batch-jobs tbody tr')) {
+            // What React drew the row with: a new object each time it draws it again.
+            const props = row[Object.keys(row).find((k) => k.startsWith('__reactProps$'))!];
+            const name = row.getAttribute('aria-label')!;
+            if (before && before.get(name) !== props) redrawn.push(name);
+            w.drawnRows.set(name, props);
+          }
+          return redrawn;
+        });
+      const running = () => jobRow('gw-a').getByRole('cell').last().innerText();
+      await drawn();
+      const ranFor = await running();
       await step(fleet['gw-b']!, b, 'accept');
+      await poll();
+      await jobRow('gw-b').getByText('queued', { exact: true }).waitFor();
+      await waitFor(async () => expect(await running()).not.toBe(ranFor));
+      expect(await drawn()).toEqual(['gw-b']);
+
+      await step(fleet['gw-a']!, a, 'finish', finishBody());
       await step(fleet['gw-b']!, b, 'start');
       await step(
         fleet['gw-b']!,
