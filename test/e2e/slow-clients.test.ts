@@ -1,8 +1,9 @@
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { sleep } from '../helpers/poll.js';
 import { halfSentPost, openRaw, type RawConnection } from '../helpers/raw-socket.js';
-import { storageClient, type PresignedUpload } from '../helpers/storage.js';
+import { storageClient, uploadFile, type PresignedUpload } from '../helpers/storage.js';
 
 /**
  * Clients that never finish their request are answered 408 and cut off within the request
@@ -86,6 +87,40 @@ describe('slow clients', () => {
     const stalled = await openRaw(t.url, head(await presign()) + 'xyz', '127.0.0.4');
     const stalledAt = performance.now();
     await expectCutOff(stalled, stalledAt);
+  });
+
+  it('cuts a download whose client stopped reading', async () => {
+    const client = await storageClient(t, null, ['read', 'write']);
+    // Far more than the socket buffers of both ends hold: the coordinator is left with bytes to send.
+    const size = 32 * 1024 * 1024;
+    const { fileId } = await uploadFile(client, Buffer.alloc(size, 1));
+    const url = new URL(
+      (await client.get<{ downloadUrl: string }>(`/storage/files/${fileId}/download-url`)).body.downloadUrl,
+    );
+    // The coordinator's end of the connection: it is closed once the download is cut.
+    const server = t.coordinator.app.server;
+    const serverSide = new Promise<Socket>((resolve) => {
+      const onConnection = (socket: Socket) => {
+        server.off('connection', onConnection);
+        resolve(socket);
+      };
+      server.on('connection', onConnection);
+    });
+    const reader = await openRaw(
+      t.url,
+      `GET ${url.pathname}${url.search} HTTP/1.1\r\nhost: localhost\r\n\r\n`,
+      '127.0.0.4',
+    );
+    // Reads the answer's start, then nothing: it held the file, 2 MiB of buffers and the connection
+    // for as long as it stayed connected.
+    reader.socket.once('data', () => reader.socket.pause());
+    const socket = await serverSide;
+    await new Promise((resolve) => (socket.destroyed ? resolve(undefined) : socket.once('close', resolve)));
+    reader.socket.resume();
+    await reader.closed;
+    expect(reader.status()).toBe(200);
+    expect(Buffer.byteLength(reader.received(), 'utf8')).toBeLessThan(size);
+    reader.socket.destroy();
   });
 });
 

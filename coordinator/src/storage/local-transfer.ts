@@ -115,9 +115,9 @@ export class LocalTransfers {
     const reader = await this.d.local.openRead(file.blobKey, partial);
     if (!reader) throw new AppError('not_found', 'The file is missing from storage');
     const body = {
-      writeTo: async (sink: BlobSink) => {
+      writeTo: async (sink: BlobSink, stallMs?: number) => {
         try {
-          await reader.writeTo(sink);
+          await reader.writeTo(sink, stallMs);
         } finally {
           this.d.metrics.storageBytes('download', reader.sent);
         }

@@ -81,4 +81,23 @@ describe('BlobReader', () => {
     expect(client.received).toBe(3 * 1024 * 1024 - 3);
     expect(reader.sent).toBe(3 * 1024 * 1024 - 3);
   });
+
+  it('rejects and closes the file when the client stops taking data (stallMs)', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-blob-reader-'));
+    const file = path.join(dir, 'blob');
+    fs.writeFileSync(file, Buffer.alloc(3 * 1024 * 1024, 3));
+    // Takes the first chunk, then none: its write callbacks never come, its connection stays.
+    const client = new LeavingClient(Number.POSITIVE_INFINITY);
+    let taken = 0;
+    client.write = (_chunk, done) => {
+      if (taken++ === 0) process.nextTick(done);
+      return false;
+    };
+    const handle = await fsp.open(file, 'r');
+    const reader = new BlobReader(handle, 0, 3 * 1024 * 1024 - 1);
+    await expect(reader.writeTo(client, 50)).rejects.toThrow('the client took no data for 50 ms');
+    expect(reader.sent).toBe(1024 * 1024);
+    // The file was closed: its descriptor is gone.
+    await expect(handle.stat()).rejects.toThrow();
+  });
 });

@@ -119,11 +119,13 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
         throw error;
       }
       // The bytes go straight to the socket through reused buffers (storage/blob-reader.ts);
-      // the request is still logged when the response finishes.
+      // the request is still logged when the response finishes. A download may take as long as it
+      // needs but must not stall, as an upload (http/slow-clients.ts): a client that reads nothing
+      // for the request timeout is cut off.
       reply.hijack();
       reply.raw.writeHead(download.status, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...download.headers });
       try {
-        await download.body.writeTo(reply.raw);
+        await download.body.writeTo(reply.raw, app.ctx.config.requestTimeoutMs);
       } catch (error) {
         request.log.debug({ err: error }, 'download interrupted');
         reply.raw.destroy();
