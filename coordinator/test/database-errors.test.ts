@@ -76,3 +76,14 @@ describe('databaseUnwritable', () => {
     expect(databaseUnwritable(new Error('no code'))).toBeNull();
   });
 });
+
+describe('toAppError of a client gone in the middle of its body', () => {
+  it('is the end of the request (400, logged at debug), not the database unreachable (503, logged as an error)', () => {
+    // Node's error when the connection closes before the body ended, as Fastify's body reader
+    // hands it to the error handler.
+    const aborted = Object.assign(withCode('aborted', 'ECONNRESET'), { statusCode: 400 });
+    expect(toAppError(aborted)).toMatchObject({ statusCode: 400, code: 'bad_request' });
+    // PostgreSQL's connection reset is still the database's.
+    expect(toAppError(withCode('read ECONNRESET', 'ECONNRESET'))).toMatchObject({ statusCode: 503 });
+  });
+});

@@ -162,9 +162,19 @@ export function bodyTooLarge(limits: BodyLimits): AppError {
 const DATABASE_UNWRITABLE_RETRY_AFTER_SECONDS = 60;
 
 /** Normalises any error to the error shape of docs/errors.md; 5xx bodies never carry internals. */
+/** Node's error of a request whose connection closed before its body ended (`abortIncoming`). */
+function isClientAbort(error: Error): boolean {
+  return (error as { code?: unknown }).code === 'ECONNRESET' && error.message === 'aborted';
+}
+
 export function toAppError(error: FastifyError | AppError | Error, limits?: BodyLimits): AppError {
   if (error instanceof AppError) return error;
   if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' && limits) return bodyTooLarge(limits);
+  // The client closed its connection in the middle of its body (Node's `aborted`): its request's
+  // end, which nobody reads, not a database cut off (ECONNRESET is also PostgreSQL's network error).
+  if (isClientAbort(error)) {
+    return new AppError('bad_request', 'The client closed the connection before its request body ended');
+  }
   if (isDataException(error)) {
     // PostgreSQL refused a value of the request it cannot store (a NUL character, a number out of
     // its column's range): the request's fault, not the server's. SQLite takes such values.
