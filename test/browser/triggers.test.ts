@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/poll.js';
 import {
@@ -436,6 +436,33 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const { number } = (await t.owner.get<{ number: number }>(`/jobs/${run.body.jobId}`)).body;
     await refresh();
     await recent.getByRole('row', { name: new RegExp(`^#${number} hello`) }).waitFor();
+  });
+
+  it('leaves the operator on the page they went to while a save was on its way, and saves it', async () => {
+    const triggers = (await t.owner.get<{ id: string; name: string }[]>(`/orgs/${t.orgId}/triggers`)).body;
+    const trigger = `/orgs/${t.orgId}/triggers/${triggers.find((x) => x.name === 'nightly hello')!.id}`;
+    const read = async () => (await t.owner.get<Record<string, unknown>>(trigger)).body;
+    await page().goto(`${trigger}/edit`);
+    await page().getByRole('heading', { name: 'Edit nightly hello' }).waitFor();
+    let held: Route | undefined;
+    await page().route(`**/v1${trigger}`, async (route) => {
+      if (route.request().method() === 'PATCH') held = route;
+      else await route.continue();
+    });
+    await page().getByLabel('While the previous run is going').selectOption('queue');
+    await page().getByRole('button', { name: 'Save trigger' }).click();
+    await waitFor(() => expect(held).toBeDefined());
+    await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Triggers' }).click();
+    await page().getByRole('heading', { name: 'Triggers', level: 1 }).waitFor();
+    // The save's end refreshes the list: by then the page would have been taken to the trigger.
+    const refreshed = page().waitForRequest((r) => r.method() === 'GET' && /\/triggers(\?|$)/.test(r.url()));
+    await held!.continue();
+    await refreshed;
+    await page().unroute(`**/v1${trigger}`);
+    expect(await read()).toMatchObject({ cronOverlapPolicy: 'queue' });
+    await page().getByRole('row', { name: 'nightly hello' }).waitFor();
+    expect(new URL(page().url()).pathname).toBe(`/orgs/${t.orgId}/triggers`);
+    expect(owner.problems).toEqual([]);
   });
 
   it('hides delete and force from a member, who may still run', async () => {

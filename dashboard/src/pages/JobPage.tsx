@@ -353,7 +353,6 @@ function JobActions({ job }: { job: JobDetail }) {
   });
   const again = useMutation({
     mutationFn: () => runAgain(job.orgId, job),
-    onSuccess: (answer) => void navigate(answerPage(answer)),
   });
   const orgs = useQuery(orgsQuery);
   const org = orgs.data?.find((o) => o.id === job.orgId);
@@ -386,7 +385,11 @@ function JobActions({ job }: { job: JobDetail }) {
         </Confirm>
       )}
       {canRunAgain && (
-        <button type="button" onClick={() => again.mutate()} disabled={again.isPending}>
+        <button
+          type="button"
+          onClick={() => again.mutate(undefined, { onSuccess: (answer) => void navigate(answerPage(answer)) })}
+          disabled={again.isPending}
+        >
           {again.isPending ? 'Starting…' : 'Run again'}
         </button>
       )}

@@ -164,11 +164,7 @@ function RunForm(props: {
       }
       return api<RunAnswer>('POST', apiPath`/orgs/${orgId}/triggers/${trigger.id}/run`, { body });
     },
-    onSuccess: (answer) => {
-      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers', trigger.id] });
-      // A sync job's result is shown here; a job accepted, or a batch, has its own page.
-      if (!isRunResult(answer)) void navigate(answerPage(answer));
-    },
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers', trigger.id] }),
   });
   const errors = fieldErrors(run.error, RUN_FIELDS, 'body', 'run');
   const paramErrors = fieldErrors(
@@ -179,7 +175,13 @@ function RunForm(props: {
   );
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    run.mutate(unreadableNumbers(event.currentTarget, 'body.params', 'param'));
+    run.mutate(unreadableNumbers(event.currentTarget, 'body.params', 'param'), {
+      // A sync job's result is shown here; a job accepted, or a batch, has its own page. Opened only
+      // while this form is shown: a run answered after the operator went elsewhere leaves them there.
+      onSuccess: (answer) => {
+        if (!isRunResult(answer)) void navigate(answerPage(answer));
+      },
+    });
   };
   // What neither the run's fields nor the params' inputs show stays in the alert.
   const unplaced = errors.rest.filter((d) => paramErrors.rest.includes(d));

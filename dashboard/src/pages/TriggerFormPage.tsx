@@ -292,10 +292,8 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
         ? api<Trigger>('PATCH', apiPath`/orgs/${orgId}/triggers/${trigger.id}`, { body })
         : api<Trigger>('POST', apiPath`/orgs/${orgId}/triggers`, { body });
     },
-    onSuccess: (saved) => {
-      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] });
-      void navigate(`/orgs/${orgId}/triggers/${saved.id}`);
-    },
+    // Here, not at the call: a save that ends after the operator went to another page leaves them there.
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] }),
   });
   const errors = fieldErrors(save.error, [...FIELDS, ...TARGET_FIELDS[draft.target]]);
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
@@ -304,7 +302,11 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
     setDraft((d) => ({ ...d, target, scopeType: target === 'selector' ? 'workflow' : d.scopeType }));
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    save.mutate({ sent: draft, unreadable: unreadableNumbers(event.currentTarget) });
+    save.mutate(
+      { sent: draft, unreadable: unreadableNumbers(event.currentTarget) },
+      // Called only while the form is still shown (TanStack Query drops a call's callbacks at unmount).
+      { onSuccess: (saved) => void navigate(`/orgs/${orgId}/triggers/${saved.id}`) },
+    );
   };
   // The workflows to offer: the agent's, or those of the agents the selector matches now.
   const offered = onSelector

@@ -337,7 +337,6 @@ function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) 
     onSuccess: () => {
       queryClient.removeQueries({ queryKey: triggerQuery(orgId, trigger.id).queryKey });
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] });
-      void navigate(`/orgs/${orgId}/triggers`);
     },
   });
   return (
@@ -352,7 +351,12 @@ function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) 
           <p>
             Delete {trigger.name}? It is never found again, and API tokens whose grant names it can no longer run it.
           </p>
-          <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
+          <button
+            type="button"
+            className="danger"
+            onClick={() => remove.mutate(undefined, { onSuccess: () => void navigate(`/orgs/${orgId}/triggers`) })}
+            disabled={remove.isPending}
+          >
             Delete for good
           </button>
           <button type="button" onClick={() => setConfirming(false)}>
