@@ -18,6 +18,7 @@ export * from './percent-words.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './regular-file.js';
+export * from './user-names.js';
 export * from './error-message.js';
 export * from './format-log-record.js';
 export * from './short-id.js';

@@ -5,7 +5,8 @@ import { AGENT_ID_PATTERN, decodeRawKey, privateKeyFromBase64 } from '@drover/sh
 import { AgentError } from '../errors.js';
 import { parseCoordinatorUrl } from '../http/coordinator-url.js';
 import { describeFileError, readFileIfExists, writeFileAtomic } from './files.js';
-import { currentUid, isPermissionError, userLabel, userNameOf } from './owner.js';
+import { userNameOf } from '@drover/shared';
+import { currentUid, isPermissionError, userLabel } from './owner.js';
 import { statePath } from './paths.js';
 
 /** What the agent remembers about its enrollment (`<state-dir>/agent.json`). */

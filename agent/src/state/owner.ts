@@ -1,28 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentError } from '../errors.js';
+import { userNameOf } from '@drover/shared';
 
 /**
  * Who owns what, in names a technician types: the agent's files belong to the user the service
  * runs as (drover-agent under the Debian package), and a command run as another user (root by
  * sudo, a login user) meets permission errors or writes files the service cannot read.
  */
-
-/** The name /etc/passwd gives the user `uid`, or null (no such line, or no /etc/passwd). */
-export function userNameOf(uid: number): string | null {
-  let passwd: string;
-  try {
-    passwd = fs.readFileSync('/etc/passwd', 'utf8');
-  } catch {
-    return null;
-  }
-  return (
-    passwd
-      .split('\n')
-      .map((line) => line.split(':'))
-      .find((fields) => fields[2] === String(uid))?.[0] ?? null
-  );
-}
 
 /** `drover-agent`, or `uid 1234` for a user /etc/passwd does not name (`sudo -u '#1234'` takes it). */
 export const userLabel = (uid: number): string => userNameOf(uid) ?? `uid ${uid}`;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { acquirePidLock, lockHolderPid } from '@drover/shared';
+import { acquirePidLock, lockHolderPid, userNameOf } from '@drover/shared';
 
 /**
  * One coordinator process at a time uses a data directory: `start`, `migrate` and `bootstrap`
@@ -26,22 +26,6 @@ export function dataDirHolder(dataDir: string): number | null {
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   return acquirePidLock(dataDirLockFile(dataDir));
-}
-
-/** The name /etc/passwd gives the user `uid`, or null (no such line, or no /etc/passwd). */
-function userNameOf(uid: number): string | null {
-  let passwd: string;
-  try {
-    passwd = fs.readFileSync('/etc/passwd', 'utf8');
-  } catch {
-    return null;
-  }
-  return (
-    passwd
-      .split('\n')
-      .map((line) => line.split(':'))
-      .find((fields) => fields[2] === String(uid))?.[0] ?? null
-  );
 }
 
 /**
