@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { ClusterEvent, ClusterListener, ClusterRelay } from '../../domain/model/cluster-relay.js';
 import { withTimeout } from '../../util/with-timeout.js';
 import { decodePayload, encodeEvent, GAP_REQUEST, MAX_PAYLOAD_BYTES, payloadOf } from './cluster-payload.js';
+import { CONNECTION_TIMEOUT_MS } from './pool.js';
 
 /** How long closing waits for the queue to go out, then for the connection to end. */
 const CLOSE_WAIT_MS = 2_000;
@@ -28,6 +29,11 @@ export interface NotifyRelayOptions {
    * that forgot it, a frozen peer), and then neither TCP keepalive (minutes) nor an error tells.
    */
   heartbeatMs?: number;
+  /**
+   * How long opening the connection may take (the pool's 5 s): a server, proxy or NAT that takes
+   * the TCP connection and never answers would otherwise hold the reconnect for good.
+   */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -173,6 +179,7 @@ export class PostgresNotifyRelay implements ClusterRelay {
       connectionString: this.options.url,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: this.options.connectTimeoutMs ?? CONNECTION_TIMEOUT_MS,
       application_name: 'drover-coordinator-events',
     });
     client.on('notification', (message) => {

@@ -24,7 +24,7 @@ const types = {
   },
 } as pg.CustomTypesConfig;
 
-const CONNECTION_TIMEOUT_MS = 5_000;
+export const CONNECTION_TIMEOUT_MS = 5_000;
 
 /**
  * The pool's connections: an error met while one is opened is marked as such (database-errors.ts),

@@ -157,6 +157,23 @@ describe('the LISTEN/NOTIFY relay', () => {
     expect(seenA.gaps).toBe(1);
   });
 
+  it('gives up opening a connection that a server takes and never answers, rather than wait for good', async () => {
+    const taken: net.Socket[] = [];
+    const silent = net.createServer((socket) => void taken.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = new URL(database.url);
+      url.hostname = '127.0.0.1';
+      url.port = String((silent.address() as net.AddressInfo).port);
+      const r = new PostgresNotifyRelay({ url: url.href, logger: quiet, connectTimeoutMs: 200 });
+      await expect(r.start()).rejects.toThrow(/timeout/i);
+      await r.close();
+    } finally {
+      for (const socket of taken) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
   it('drops a connection that stalls without breaking, and comes back with a gap for the listeners', async () => {
     const proxy = await freezingProxy(new URL(database.url));
     try {
