@@ -271,7 +271,12 @@ export class StreamRegistry {
     this.unsubscribe.push(
       this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
     );
-    this.unsubscribe.push(this.options.jobEvents.onGap(() => this.resyncAll()));
+    this.unsubscribe.push(
+      this.options.jobEvents.onGap(() => {
+        this.resyncAll();
+        void this.closeRevoked();
+      }),
+    );
     this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id), 'anywhere'));
     this.unsubscribe.push(this.options.agentEvents.onStreamOpenedElsewhere((agentId) => this.openedElsewhere(agentId)));
     this.unsubscribe.push(this.metrics.readAgentsConnected(() => this.streams.size));
@@ -509,6 +514,30 @@ export class StreamRegistry {
           this.options.logger.error({ err: error, agentId: stream.agentId }, "could not read an agent's jobs again");
         }
       });
+    }
+  }
+
+  /**
+   * Events of other coordinators may have been missed, a revocation among them: the streams of
+   * agents revoked (or gone) since are closed, by one read of the agents per organization.
+   */
+  private async closeRevoked(): Promise<void> {
+    const byOrg = new Map<string, string[]>();
+    for (const { agent } of this.streams.values()) {
+      const ids = byOrg.get(agent.orgId) ?? [];
+      ids.push(agent.id);
+      byOrg.set(agent.orgId, ids);
+    }
+    for (const [orgId, ids] of byOrg) {
+      let kept: Set<string>;
+      try {
+        const agents = await this.options.agents.listByIds(orgId, ids);
+        kept = new Set(agents.filter((a) => a.status !== 'revoked').map((a) => a.id));
+      } catch (error) {
+        this.options.logger.error({ err: error, orgId }, 'could not read the agents streaming here again');
+        continue;
+      }
+      for (const id of ids) if (!kept.has(id)) this.revoked(id);
     }
   }
 

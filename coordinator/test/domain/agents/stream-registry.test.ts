@@ -98,6 +98,8 @@ function setup(
   } = {},
 ) {
   const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
+  /** The agents the database holds as revoked, as a read of the agents finds them. */
+  const revoked = new Set<string>();
   const jobs = new Map<string, Job>();
   /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
   const unconfirmedCancels: string[] = [];
@@ -127,6 +129,9 @@ function setup(
     },
     async listConnectedIds() {
       return options.connected ?? [];
+    },
+    async listByIds(_orgId: string, ids: readonly string[]) {
+      return ids.map((id) => ({ id, status: revoked.has(id) ? 'revoked' : 'connected' }) as Agent);
     },
   } as unknown as AgentRepository;
   const jobRepo = {
@@ -168,6 +173,7 @@ function setup(
   return {
     registry,
     calls,
+    revoked,
     jobs,
     unconfirmedCancels,
     summaries,
@@ -503,6 +509,22 @@ describe('StreamRegistry between coordinators', () => {
     s.relay.deliver({ type: 'agent_revoked', agentId: 'a1' });
     expect(sink.ended).toBe(true);
     expect(s.registry.isConnected('a1')).toBe(false);
+  });
+
+  it('closes the stream of an agent revoked on another coordinator while its events were missed', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const [kept, closed] = [new FakeSink(), new FakeSink()];
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, kept);
+    s.resetOpen();
+    s.openJobs([]);
+    await s.registry.connect({ id: 'a2', orgId: 'o1' }, closed);
+    s.revoked.add('a2');
+    s.relay.gap();
+    await tick();
+    expect([kept.ended, closed.ended]).toEqual([false, true]);
+    expect(s.registry.isConnected('a2')).toBe(false);
   });
 });
 
