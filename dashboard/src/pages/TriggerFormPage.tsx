@@ -244,10 +244,6 @@ export function TriggerFormPage() {
   const { orgId, org, loaded } = useOrg();
   const { triggerId } = useParams();
   const existing = useQuery({ ...triggerQuery(orgId, triggerId ?? ''), enabled: triggerId !== undefined });
-  // The form starts from the trigger as it is now: what the cache holds from before this page
-  // opened (a save a moment ago, Back after it) waits for the read on its way, lest the form show
-  // the trigger as it was and take its own save for another's change (the check below).
-  const [openedAt] = useState(() => Date.now());
   if (loaded && !org) return <NotFoundPage />;
   // The form's address typed or bookmarked by a role that cannot save it: why, instead of a form.
   if (org && !allows(org, 'triggers.edit')) {
@@ -266,9 +262,7 @@ export function TriggerFormPage() {
   if (triggerId === undefined) return <TriggerForm orgId={orgId} initial={EMPTY} />;
   if (existing.error instanceof ApiError && existing.error.statusCode === 404) return <NotFoundPage />;
   if (existing.error) return <ErrorMessage error={existing.error} />;
-  if (!existing.data || (existing.isFetching && existing.dataUpdatedAt < openedAt)) {
-    return <p className="loading">Loading…</p>;
-  }
+  if (!existing.data) return <p className="loading">Loading…</p>;
   return <TriggerForm orgId={orgId} trigger={existing.data} initial={draftOf(existing.data)} />;
 }
 
