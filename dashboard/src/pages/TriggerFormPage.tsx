@@ -7,7 +7,6 @@ import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } 
 import { selectorMatchesQuery } from '../api/agent-pages';
 import { agentQuery, agentWorkflowsQuery } from '../api/queries';
 import { decimal } from '../components/decimal';
-import { dateTime } from '../components/time';
 import { AgentPicker } from '../components/AgentPicker';
 import { SelectorMatches } from '../components/SelectorMatches';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
@@ -235,10 +234,6 @@ function parseParams(text: string): Record<string, unknown> | null {
   return value as Record<string, unknown>;
 }
 
-const changedWords = (at: string): string =>
-  `This trigger was changed at ${dateTime(at)}, after this form was opened (in another tab, or by someone else). ` +
-  'Save again to replace that change with this form, or reload the page to start from the trigger as it is now.';
-
 /** Create a trigger (`/orgs/:orgId/triggers/new`) or change one (`.../:triggerId/edit`). */
 export function TriggerFormPage() {
   const { orgId, org, loaded } = useOrg();
@@ -288,23 +283,14 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   });
   const queryClient = useQueryClient();
   const navigate = useNavigate();
-  // The trigger as this form last saw it: a save finding it changed since (another tab, another
-  // operator) says so, rather than silently putting back what that change changed.
-  const [seen, setSeen] = useState(trigger?.updatedAt);
   const save = useMutation({
-    mutationFn: async ({ sent, unreadable }: { sent: Draft; unreadable: ApiError | null }) => {
+    mutationFn: ({ sent, unreadable }: { sent: Draft; unreadable: ApiError | null }) => {
       // A sync wait the browser cannot read would be sent as 0, and refused as out of range.
       if (unreadable) throw unreadable;
       const body = bodyOf(sent);
-      if (!trigger) return api<Trigger>('POST', apiPath`/orgs/${orgId}/triggers`, { body });
-      const path = apiPath`/orgs/${orgId}/triggers/${trigger.id}`;
-      const now = await api<Trigger>('GET', path);
-      if (now.updatedAt !== seen) {
-        // Saving again saves over that change: the operator was told.
-        setSeen(now.updatedAt);
-        throw new ApiError(409, 'conflict', changedWords(now.updatedAt));
-      }
-      return api<Trigger>('PATCH', path, { body });
+      return trigger
+        ? api<Trigger>('PATCH', apiPath`/orgs/${orgId}/triggers/${trigger.id}`, { body })
+        : api<Trigger>('POST', apiPath`/orgs/${orgId}/triggers`, { body });
     },
     // Here, not at the call: a save that ends after the operator went to another page leaves them there.
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] }),
