@@ -20,7 +20,7 @@ step "typecheck: the packages, the tests and the benchmarks (tsc, Node $(node --
 pnpm typecheck
 # One after the other: run side by side on 2 cores, tsc and ESLint's typed rules (each building
 # the programs of the projects) took 138 s together, against 123 s in turn.
-step 'lint: ESLint, then Prettier --check, then import cycles (madge)'
+step 'lint: ESLint, beside it Prettier --check then import cycles (madge)'
 pnpm lint
 step "test: unit and end-to-end tests against real coordinators (on SQLite) and agents (Vitest, Node $(node --version), a few minutes)"
 pnpm test
