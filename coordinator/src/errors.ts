@@ -63,6 +63,11 @@ export const ErrorCodes = {
     description:
       "A command line's sign-in through the browser expired before it was approved, or its session was already handed out: start again.",
   },
+  precondition_failed: {
+    status: 412,
+    description:
+      'The resource was changed after the version `If-Match` names (its `ETag`); nothing was changed. `details.updatedAt` is its version now: read it again.',
+  },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   unsupported_encoding: {
     status: 415,

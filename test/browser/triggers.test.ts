@@ -465,6 +465,34 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     expect(owner.problems).toEqual([]);
   });
 
+  it('saves nothing over a change made elsewhere since the form opened, and loads the trigger as it is now', async () => {
+    const triggers = (await t.owner.get<{ id: string; name: string }[]>(`/orgs/${t.orgId}/triggers`)).body;
+    const trigger = `/orgs/${t.orgId}/triggers/${triggers.find((x) => x.name === 'nightly hello')!.id}`;
+    const read = async () => (await t.owner.get<Record<string, unknown>>(trigger)).body;
+    await page().goto(`${trigger}/edit`);
+    await page().getByRole('heading', { name: 'Edit nightly hello' }).waitFor();
+    const zone = page().getByLabel('Time zone');
+    expect(await zone.inputValue()).toBe('Europe/Paris');
+    // Another tab saves a new zone; this form, opened before, changes the overlap policy.
+    expect((await t.owner.patch(trigger, { body: { cronTimezone: 'Asia/Tokyo' } })).status).toBe(200);
+    await page().getByLabel('While the previous run is going').selectOption('skip');
+    await page().getByRole('button', { name: 'Save trigger' }).click();
+    const alert = page().getByRole('alert').filter({ hasText: 'changed elsewhere' });
+    await alert.waitFor();
+    expect(await read()).toMatchObject({ cronTimezone: 'Asia/Tokyo', cronOverlapPolicy: 'queue' });
+    await expectAccessible(page(), 'the form refused over a change made elsewhere');
+
+    await alert.getByRole('button', { name: 'Load it as it is now' }).click();
+    await waitFor(async () => expect(await zone.inputValue()).toBe('Asia/Tokyo'));
+    expect(await page().getByLabel('While the previous run is going').inputValue()).toBe('queue');
+    expect(await alert.count()).toBe(0);
+    await page().getByLabel('While the previous run is going').selectOption('skip');
+    await page().getByRole('button', { name: 'Save trigger' }).click();
+    await page().waitForURL((url) => url.pathname === trigger);
+    expect(await read()).toMatchObject({ cronTimezone: 'Asia/Tokyo', cronOverlapPolicy: 'skip' });
+    expect(owner.problems).toEqual([]);
+  });
+
   it('hides delete and force from a member, who may still run', async () => {
     await addUser(t.owner, t.orgId, 'member@example.test', 'member');
     member = await openPage(browser, t.url);

@@ -82,6 +82,8 @@ export function apiPath(
 
 export interface CallOptions {
   body?: unknown;
+  /** Headers of the call's own (a change's `If-Match`). */
+  headers?: Record<string, string>;
   /** A 401 is the caller's to explain (sign-in), not a session that ended. */
   expectUnauthorized?: boolean;
 }
@@ -108,7 +110,7 @@ export async function apiPage<T>(path: ApiPath): Promise<Page<T>> {
 async function call(method: string, path: ApiPath, options: CallOptions): Promise<{ body: unknown; headers: Headers }> {
   // The custom header is what a cross-site form cannot send: the coordinator requires it on
   // every state change made with the session cookie.
-  const headers: Record<string, string> = { accept: 'application/json', 'x-drover-csrf': '1' };
+  const headers: Record<string, string> = { ...options.headers, accept: 'application/json', 'x-drover-csrf': '1' };
   let body: string | undefined;
   if (options.body !== undefined) {
     headers['content-type'] = 'application/json';

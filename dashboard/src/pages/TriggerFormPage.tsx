@@ -263,6 +263,9 @@ export function TriggerFormPage() {
 
 function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Trigger; initial: Draft }) {
   const [draft, setDraft] = useState<Draft>(initial);
+  // The trigger as the form's fields were made from it: a save changes that version only
+  // (`If-Match`), never one that another tab or person saved meanwhile (a 412, below).
+  const [base, setBase] = useState(trigger);
   const onSelector = draft.target === 'selector';
   // One agent: that agent's workflows, and its name while it is out of the picker's agents. A
   // selector: what the coordinator says it matches as it is typed (SelectorMatches), once it parses.
@@ -288,14 +291,27 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
       // A sync wait the browser cannot read would be sent as 0, and refused as out of range.
       if (unreadable) throw unreadable;
       const body = bodyOf(sent);
-      return trigger
-        ? api<Trigger>('PATCH', apiPath`/orgs/${orgId}/triggers/${trigger.id}`, { body })
+      return base
+        ? api<Trigger>('PATCH', apiPath`/orgs/${orgId}/triggers/${base.id}`, {
+            body,
+            headers: { 'if-match': `"${base.updatedAt}"` },
+          })
         : api<Trigger>('POST', apiPath`/orgs/${orgId}/triggers`, { body });
     },
     // Here, not at the call: a save that ends after the operator went to another page leaves them there.
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] }),
   });
   const errors = fieldErrors(save.error, [...FIELDS, ...TARGET_FIELDS[draft.target]]);
+  const changedElsewhere = save.error instanceof ApiError && save.error.statusCode === 412;
+  // The trigger as it is now, in place of the form's fields and their version.
+  const loadAgain = useMutation({
+    mutationFn: () => queryClient.fetchQuery({ ...triggerQuery(orgId, base!.id), staleTime: 0 }),
+    onSuccess: (latest) => {
+      setBase(latest);
+      setDraft(draftOf(latest));
+      save.reset();
+    },
+  });
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
   // A trigger on a selector runs one workflow, named here, on each agent: choosing it sets that scope.
   const setTarget = (target: Draft['target']) =>
@@ -329,7 +345,20 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
     <section aria-labelledby="trigger-form-heading">
       <h1 id="trigger-form-heading">{title}</h1>
       <form onSubmit={submit} noValidate>
-        <FormError error={save.error} errors={errors} />
+        {changedElsewhere ? (
+          <div role="alert" className="error">
+            <p>
+              Nothing was saved: this trigger was changed elsewhere since this form opened. Load it as it is now to see
+              that change; the form's fields are then replaced by it, so note down what you changed first.
+            </p>
+            <button type="button" onClick={() => loadAgain.mutate()} disabled={loadAgain.isPending}>
+              Load it as it is now
+            </button>
+            {loadAgain.error ? <ErrorMessage error={loadAgain.error} /> : null}
+          </div>
+        ) : (
+          <FormError error={save.error} errors={errors} />
+        )}
         <div className="form-grid">
           {text('name', 'Name')}
           <Field errors={errors} field="type" label="Type" hint={TYPE_HINTS[draft.type]}>

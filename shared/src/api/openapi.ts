@@ -1936,6 +1936,7 @@ export interface components {
         | 'invitation_expired'
         | 'invitation_revoked'
         | 'device_sign_in_expired'
+        | 'precondition_failed'
         | 'payload_too_large'
         | 'unsupported_encoding'
         | 'range_not_satisfiable'
@@ -9745,6 +9746,8 @@ export interface operations {
       /** @description Default Response */
       201: {
         headers: {
+          /** @description the trigger's version, its updatedAt quoted: a change's If-Match */
+          etag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -9851,6 +9854,8 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description the trigger's version, its updatedAt quoted: a change's If-Match */
+          etag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -10006,7 +10011,10 @@ export interface operations {
   updateTrigger: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description the ETag of the trigger the change was made from: a trigger changed since is refused with 412 precondition_failed and left as it is; * or none: the change is made onto the trigger as it is */
+        'if-match'?: string;
+      };
       path: {
         orgId: string;
         triggerId: string;
@@ -10090,6 +10098,8 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description the trigger's version, its updatedAt quoted: a change's If-Match */
+          etag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -10134,6 +10144,15 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      412: {
         headers: {
           [name: string]: unknown;
         };

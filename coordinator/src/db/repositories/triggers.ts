@@ -6,7 +6,7 @@ import type {
   ListedTrigger,
   NotifyOn,
   Trigger,
-  TriggerLimit,
+  TriggerWrite,
   TriggerLimitRefusal,
   TriggerLimits,
   TriggerRepository,
@@ -161,8 +161,8 @@ const IN_CHANNEL = query<TriggerRow, [string, string, string, string]>(
      AND deleted_at IS NULL AND chat_team_id IS NOT NULL
    ORDER BY chat_keyword${d.byteOrder}, created_at`,
 );
-const KIND_OF = query<Pick<TriggerRow, 'type' | 'cron_enabled'>, [string, string]>(
-  'SELECT type, cron_enabled FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+const KIND_OF = query<Pick<TriggerRow, 'type' | 'cron_enabled' | 'updated_at'>, [string, string]>(
+  'SELECT type, cron_enabled, updated_at FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
 );
 const OTHERS = query<TriggerLimits, [string, string]>(
   `SELECT count(*) AS triggers, count(*) FILTER (WHERE type = 'cron' AND cron_enabled = TRUE) AS "enabledCron"
@@ -173,22 +173,32 @@ export function createTriggerRepository(db: Database, limitRefusal: TriggerLimit
   /**
    * Writes `trigger` unless it would pass one of `limits`, counted in the same transaction, after
    * the organization's row is locked (on every coordinator, two writes cannot both see the last
-   * place free).
+   * place free), or unless the stored trigger is no longer the one of `since` (its `updatedAt`).
    */
-  function* writeWithin(trigger: Trigger, limits: TriggerLimits, inserting: boolean): Flow<TriggerLimit | null> {
+  function* writeWithin(
+    trigger: Trigger,
+    limits: TriggerLimits | undefined,
+    inserting: boolean,
+    since: string | undefined,
+  ): Flow<TriggerWrite> {
     yield* lockOrg(trigger.orgId);
     const stored = inserting ? null : yield* one(KIND_OF, [trigger.orgId, trigger.id]);
-    // An update of a trigger deleted meanwhile writes nothing: nothing to refuse.
-    if (!inserting && !stored) return null;
-    const before = stored ? { type: stored.type, cronEnabled: isSet(stored.cron_enabled ?? 0) } : null;
-    const others = (yield* one(OTHERS, [trigger.orgId, trigger.id])) ?? { triggers: 0, enabledCron: 0 };
-    const refused = limitRefusal(before, trigger, others, limits);
-    if (refused) return refused;
+    if (!inserting) {
+      // Deleted meanwhile: nothing to write, nothing to refuse, unless the change was made from it.
+      if (!stored) return since === undefined ? null : 'changed';
+      if (since !== undefined && stored.updated_at !== since) return 'changed';
+    }
+    if (limits) {
+      const before = stored ? { type: stored.type, cronEnabled: isSet(stored.cron_enabled ?? 0) } : null;
+      const others = (yield* one(OTHERS, [trigger.orgId, trigger.id])) ?? { triggers: 0, enabledCron: 0 };
+      const refused = limitRefusal(before, trigger, others, limits);
+      if (refused) return refused;
+    }
     yield* run(inserting ? INSERT : UPDATE, toParams(trigger));
     return null;
   }
-  const write = async (trigger: Trigger, limits: TriggerLimits | undefined, inserting: boolean) => {
-    if (limits) return db.transaction(() => writeWithin(trigger, limits, inserting));
+  const write = async (trigger: Trigger, limits: TriggerLimits | undefined, inserting: boolean, since?: string) => {
+    if (limits || since !== undefined) return db.transaction(() => writeWithin(trigger, limits, inserting, since));
     await db.run(inserting ? INSERT : UPDATE, toParams(trigger));
     return null;
   };
@@ -197,11 +207,13 @@ export function createTriggerRepository(db: Database, limitRefusal: TriggerLimit
   const listed = async <P extends readonly unknown[]>(statement: Query<ListedRow, P>, params: P) =>
     (await db.all(statement, params)).map((r): ListedTrigger => ({ ...toTrigger(r), listKey: r.list_key }));
   return {
-    insert(trigger, limits) {
-      return write(trigger, limits, true);
+    async insert(trigger, limits) {
+      const written = await write(trigger, limits, true);
+      // Made from no stored trigger, an insert is never `changed`.
+      return written === 'changed' ? null : written;
     },
-    update(trigger, limits) {
-      return write(trigger, limits, false);
+    update(trigger, limits, since) {
+      return write(trigger, limits, false, since);
     },
     async findById(id) {
       const row = await db.one(BY_ID, [id]);

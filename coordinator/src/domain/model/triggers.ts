@@ -80,6 +80,9 @@ export type TriggerLimit = keyof TriggerLimits;
  * Which limit writing `after` (over `before`; null: inserting it) would pass, given how many
  * triggers the organization has besides this one (domain/triggers/trigger-limits.ts); run inside the write.
  */
+/** What a trigger's write did: nothing refused (null), a limit it would pass, or the trigger changed meanwhile. */
+export type TriggerWrite = TriggerLimit | 'changed' | null;
+
 export type TriggerLimitRefusal = (
   before: Pick<Trigger, 'type' | 'cronEnabled'> | null,
   after: Pick<Trigger, 'type' | 'cronEnabled'>,
@@ -96,8 +99,12 @@ export interface TriggerRepository {
    * so that two writes cannot both take the last place): then the limit, and nothing is written.
    */
   insert(trigger: Trigger, limits?: TriggerLimits): Promise<TriggerLimit | null>;
-  /** Replaces every configuration field of an existing trigger; `limits` as for `insert`. */
-  update(trigger: Trigger, limits?: TriggerLimits): Promise<TriggerLimit | null>;
+  /**
+   * Replaces every configuration field of an existing trigger; `limits` as for `insert`. With
+   * `since`, the `updatedAt` of the trigger the change was made from: a trigger changed or deleted
+   * since is not written, and the answer is `changed`.
+   */
+  update(trigger: Trigger, limits?: TriggerLimits, since?: string): Promise<TriggerWrite>;
   findById(id: string): Promise<Trigger | null>;
   findInOrg(orgId: string, id: string): Promise<Trigger | null>;
   /** The organization's chat triggers of `provider` listening in the channel, by keyword. */

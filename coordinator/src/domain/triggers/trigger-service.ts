@@ -1,7 +1,7 @@
 import type { Repositories } from '../model/repositories.js';
 import type { CronOccurrence } from '../model/cron-occurrences.js';
 import type { Trigger, TriggerLimits, TriggerType } from '../model/triggers.js';
-import { notFound, placeValidation } from '../../errors.js';
+import { AppError, conflict, notFound, placeValidation } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { nameSearch } from '../../util/name-search.js';
@@ -49,6 +49,24 @@ export interface TriggerListPage {
 
 /** The fields a cron trigger's fixed params are checked against, with the params themselves. */
 const PARAMS_CONTEXT: ReadonlySet<string> = new Set(['params', 'workflowName', 'agentId', 'type']);
+
+/** How many times a change without `If-Match` is made again onto a trigger others changed meanwhile. */
+const UPDATE_ATTEMPTS = 5;
+
+/** `now`, or just after `previous` when this clock is not past it: a trigger's versions only grow. */
+function laterThan(now: string, previous: string): string {
+  const last = Date.parse(previous);
+  return Date.parse(now) > last ? now : new Date(last + 1).toISOString();
+}
+
+/** The 412 of a change made from a trigger that was changed since (`If-Match`). */
+function changedSince(current: Trigger): AppError {
+  return new AppError(
+    'precondition_failed',
+    `The trigger was changed at ${current.updatedAt}, after the version this change was made from: read it again`,
+    { details: { updatedAt: current.updatedAt } },
+  );
+}
 
 /** Largest page of `occurrences`. */
 export const OCCURRENCES_MAX_LIMIT = 200;
@@ -159,10 +177,31 @@ export class TriggerService {
     return this.view(trigger);
   }
 
-  /** Changes any subset of the configuration; the result is validated as a whole. */
-  async update(actor: UserActor, triggerId: string, input: TriggerInput): Promise<TriggerView> {
+  /**
+   * Changes any subset of the configuration; the result is validated as a whole. `ifVersion`:
+   * the `updatedAt` of the trigger the caller's change was made from (the `If-Match` of a PATCH):
+   * a trigger changed since is refused with 412 and left as it is. Without it, a change made
+   * alongside another is applied again onto the trigger as that one left it, field by field:
+   * neither is lost.
+   */
+  async update(actor: UserActor, triggerId: string, input: TriggerInput, ifVersion?: string): Promise<TriggerView> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.find(actor, triggerId);
+      if (ifVersion !== undefined && current.updatedAt !== ifVersion) throw changedSince(current);
+      const written = await this.write(actor, current, input);
+      if (written !== 'changed') return written;
+      if (ifVersion !== undefined) throw changedSince(await this.find(actor, triggerId));
+      if (attempt === UPDATE_ATTEMPTS) {
+        throw conflict(
+          'The trigger was changed by other requests at the same time, again and again: send the change again',
+        );
+      }
+    }
+  }
+
+  /** Writes `input` onto `current`, unless the stored trigger is no longer `current`: then `changed`. */
+  private async write(actor: UserActor, current: Trigger, input: TriggerInput): Promise<TriggerView | 'changed'> {
     const { repos, audit, clock } = this.deps;
-    const current = await this.find(actor, triggerId);
     const config = resolveTriggerConfig(input, current);
     const changed = changedFields(current, config);
     if (changed.length === 0) return this.view(current);
@@ -174,7 +213,8 @@ export class TriggerService {
       changed.some((field) => PARAMS_CONTEXT.has(field)) ||
       (changed.includes('cronEnabled') && config.cronEnabled === true);
     await this.checkConfig(actor.orgId, config, current.id, input.agentId !== undefined, paramsAt);
-    const now = isoNow(clock);
+    // Its version (`If-Match`): later than the one it replaces, whatever this machine's clock says.
+    const now = laterThan(isoNow(clock), current.updatedAt);
     // A new schedule owes no occurrence from before it; enabling again keeps the old one's debts.
     const newSchedule =
       config.type === 'cron' &&
@@ -183,8 +223,9 @@ export class TriggerService {
         current.cronTimezone !== config.cronTimezone);
     const cronSince = config.type !== 'cron' ? null : newSchedule ? now : current.cronSince;
     const updated: Trigger = { ...current, ...config, cronSince, updatedAt: now };
-    const refused = await repos.triggers.update(updated, this.deps.limits);
-    if (refused) throw triggerLimitReached(refused, this.deps.limits);
+    const written = await repos.triggers.update(updated, this.deps.limits, current.updatedAt);
+    if (written === 'changed') return written;
+    if (written) throw triggerLimitReached(written, this.deps.limits);
     this.changed(updated.id);
     // Its pool is gone: the jobs waiting in it would wait for ever (docs/fleets.md, "Pools").
     const offPool = current.agentSelector !== null && updated.agentSelector === null;

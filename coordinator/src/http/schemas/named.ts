@@ -26,8 +26,8 @@ export function named<const S extends object>(name: string, schema: S): Named<S>
   return result;
 }
 
-/** What an answer may say beside its named schema: its own description and examples. */
-const ANSWER_ANNOTATIONS = ['description', 'examples'] as const;
+/** What an answer may say beside its named schema: its own description, examples and headers. */
+const ANSWER_ANNOTATIONS = ['description', 'examples', 'headers'] as const;
 
 const annotationsOf = (schema: Record<string, unknown>) =>
   Object.fromEntries(ANSWER_ANNOTATIONS.filter((k) => schema[k] !== undefined).map((k) => [k, schema[k]]));

@@ -186,6 +186,28 @@ describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind)
     expect(await t.repos.triggers.findById(chat.id)).toBeNull();
   });
 
+  it('writes a change made from a version only while the trigger is still that version', async () => {
+    const stored = triggerRow({ id: newId(), orgId, agentId, createdAt: iso(0), updatedAt: iso(0) });
+    await t.repos.triggers.insert(stored);
+    const limits = { triggers: 10, enabledCron: 10 };
+    // Two changes made from the same version: the first is written, the second is not.
+    const renamed = { ...stored, name: 'first', updatedAt: iso(1) };
+    expect(await t.repos.triggers.update(renamed, limits, iso(0))).toBeNull();
+    expect(await t.repos.triggers.update({ ...stored, allowDebug: true, updatedAt: iso(2) }, undefined, iso(0))).toBe(
+      'changed',
+    );
+    expect(await t.repos.triggers.findById(stored.id)).toEqual(renamed);
+    // Made from the version stored, it is written, with limits or without.
+    expect(await t.repos.triggers.update({ ...renamed, allowDebug: true, updatedAt: iso(2) }, undefined, iso(1))).toBe(
+      null,
+    );
+    expect((await t.repos.triggers.findById(stored.id))?.allowDebug).toBe(true);
+    // A trigger deleted since the change was made from it is `changed` too, and stays deleted.
+    expect(await t.repos.triggers.softDelete(orgId, stored.id, iso(3))).toBe(true);
+    expect(await t.repos.triggers.update({ ...renamed, updatedAt: iso(4) }, limits, iso(2))).toBe('changed');
+    expect(await t.repos.triggers.findById(stored.id)).toBeNull();
+  });
+
   describe('trigger limits', () => {
     const trigger = (fields: Partial<Trigger> = {}) => triggerRow({ id: newId(), orgId, agentId, ...fields });
     const cron = (cronEnabled: boolean) =>

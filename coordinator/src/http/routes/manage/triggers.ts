@@ -45,6 +45,7 @@ import { noQuery } from '../../schemas/management.js';
 import { occurrenceExample, triggerExample } from '../../schemas/examples.js';
 import { createTriggerBodyExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
+import { AppError, describeValue } from '../../../errors.js';
 
 /**
  * Triggers of an organization. Any member lists, reads, creates and changes them (members run
@@ -233,6 +234,41 @@ export const TRIGGERS_MAX_IDS = 200;
 
 const triggerPage = countedPageResponse(TriggerSchema, 'triggers');
 
+/**
+ * A trigger's version, its `updatedAt` as an entity tag: sent as `ETag` with the trigger, taken
+ * back in a change's `If-Match`, which is refused with 412 once the trigger changed since.
+ */
+const etagOf = (trigger: { updatedAt: string }) => `"${trigger.updatedAt}"`;
+const ETAG_HEADER = {
+  etag: { type: 'string', description: "the trigger's version, its updatedAt quoted: a change's If-Match" },
+} as const;
+/** A trigger as one answer, with its `ETag`. */
+const TriggerAnswer = { ...TriggerSchema, headers: ETAG_HEADER };
+const IF_MATCH = {
+  'if-match': {
+    type: 'string',
+    description:
+      'the ETag of the trigger the change was made from: a trigger changed since is refused with 412 precondition_failed and left as it is; * or none: the change is made onto the trigger as it is',
+  },
+} as const;
+
+/**
+ * The trigger version an `If-Match` names: undefined for none or `*` (any trigger there is); a
+ * weak tag or a list is refused (400), as the one version a change is made from is one strong tag.
+ */
+function ifMatchVersion(header: string | undefined): string | undefined {
+  const value = header?.trim();
+  if (value === undefined || value === '' || value === '*') return undefined;
+  const match = /^"([^"]*)"$/.exec(value);
+  if (!match) {
+    throw new AppError(
+      'bad_request',
+      `If-Match must be one ETag of the trigger, as its answer gave it (in double quotes), or *; got ${describeValue(value)}`,
+    );
+  }
+  return match[1];
+}
+
 interface TriggerListQuery {
   type?: TriggerType;
   q?: string;
@@ -318,12 +354,13 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
           properties: configProperties,
           examples: [createTriggerBodyExample],
         },
-        response: { 201: TriggerSchema, ...errorResponses(401, 403, 404, 409, 422) },
+        response: { 201: TriggerAnswer, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
       const actor = await requireOrgRole(request, request.params.orgId);
-      return reply.code(201).send(await triggers.create(actor, request.body));
+      const created = await triggers.create(actor, request.body);
+      return reply.code(201).header('etag', etagOf(created)).send(created);
     },
   );
 
@@ -336,10 +373,13 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         tags: ['dashboard'],
         params: triggerParams,
         querystring: noQuery,
-        response: { 200: TriggerSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: TriggerAnswer, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => triggers.get(await requireOrgRole(request, request.params.orgId), request.params.triggerId),
+    async (request, reply) => {
+      const trigger = await triggers.get(await requireOrgRole(request, request.params.orgId), request.params.triggerId);
+      return reply.header('etag', etagOf(trigger)).send(trigger);
+    },
   );
 
   app.get<{ Params: TriggerParams; Querystring: { limit: number; cursor?: string } }>(
@@ -380,7 +420,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: TriggerParams; Body: TriggerInput }>(
     '/orgs/:orgId/triggers/:triggerId',
     {
-      config: { action: 'triggers.edit' },
+      config: { action: 'triggers.edit', documented: { headers: IF_MATCH } },
       schema: {
         operationId: 'updateTrigger',
         summary: 'Change any subset of a trigger; the result is validated as a whole',
@@ -393,11 +433,15 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
           properties: configProperties,
           examples: [{ cronExpression: '30 2 * * 1-5', cronEnabled: false }],
         },
-        response: { 200: TriggerSchema, ...errorResponses(401, 403, 404, 409, 422) },
+        response: { 200: TriggerAnswer, ...errorResponses(401, 403, 404, 409, 412, 422) },
       },
     },
-    async (request) =>
-      triggers.update(await requireOrgRole(request, request.params.orgId), request.params.triggerId, request.body),
+    async (request, reply) => {
+      const actor = await requireOrgRole(request, request.params.orgId);
+      const ifVersion = ifMatchVersion(request.headers['if-match']);
+      const updated = await triggers.update(actor, request.params.triggerId, request.body, ifVersion);
+      return reply.header('etag', etagOf(updated)).send(updated);
+    },
   );
 
   app.delete<{ Params: TriggerParams }>(
