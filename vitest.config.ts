@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { HeaviestFirst } from './test/helpers/heaviest-first.js';
 
 const src = (pkg: string) => fileURLToPath(new URL(`./${pkg}/src/index.ts`, import.meta.url));
 
@@ -51,6 +52,8 @@ export default defineConfig({
     // the cores, and three at a time took as long, 228 s against 232).
     maxWorkers: 2,
     reporters: ['default'],
+    // The longest files first, whether or not Vitest has run here before (test/helpers/heaviest-first.ts).
+    sequence: { sequencer: HeaviestFirst },
     // Two groups, one after the other, each with the number of files at once that keeps 2 cores
     // busy: the end-to-end files wait on child processes, sockets and timers, and three at a time
     // ran in 401 s where two took about 465 (their CPU 61% busy with two); the browser tests,
