@@ -76,13 +76,13 @@ export interface TriggerLimits {
 }
 export type TriggerLimit = keyof TriggerLimits;
 
+/** What a trigger's write did: nothing refused (null), a limit it would pass, or the trigger changed meanwhile. */
+export type TriggerWrite = TriggerLimit | 'changed' | null;
+
 /**
  * Which limit writing `after` (over `before`; null: inserting it) would pass, given how many
  * triggers the organization has besides this one (domain/triggers/trigger-limits.ts); run inside the write.
  */
-/** What a trigger's write did: nothing refused (null), a limit it would pass, or the trigger changed meanwhile. */
-export type TriggerWrite = TriggerLimit | 'changed' | null;
-
 export type TriggerLimitRefusal = (
   before: Pick<Trigger, 'type' | 'cronEnabled'> | null,
   after: Pick<Trigger, 'type' | 'cronEnabled'>,
