@@ -438,12 +438,18 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await recent.getByRole('row', { name: new RegExp(`^#${number} hello`) }).waitFor();
   });
 
-  it('leaves the operator on the page they went to while a save was on its way, and saves it', async () => {
+  /** The edit form of `nightly hello` opened on the page; the trigger's address and a read of it through the API. */
+  const openNightlyForm = async () => {
     const triggers = (await t.owner.get<{ id: string; name: string }[]>(`/orgs/${t.orgId}/triggers`)).body;
     const trigger = `/orgs/${t.orgId}/triggers/${triggers.find((x) => x.name === 'nightly hello')!.id}`;
     const read = async () => (await t.owner.get<Record<string, unknown>>(trigger)).body;
     await page().goto(`${trigger}/edit`);
     await page().getByRole('heading', { name: 'Edit nightly hello' }).waitFor();
+    return { trigger, read };
+  };
+
+  it('leaves the operator on the page they went to while a save was on its way, and saves it', async () => {
+    const { trigger, read } = await openNightlyForm();
     let held: Route | undefined;
     await page().route(`**/v1${trigger}`, async (route) => {
       if (route.request().method() === 'PATCH') held = route;
@@ -466,11 +472,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
   });
 
   it('saves nothing over a change made elsewhere since the form opened, and loads the trigger as it is now', async () => {
-    const triggers = (await t.owner.get<{ id: string; name: string }[]>(`/orgs/${t.orgId}/triggers`)).body;
-    const trigger = `/orgs/${t.orgId}/triggers/${triggers.find((x) => x.name === 'nightly hello')!.id}`;
-    const read = async () => (await t.owner.get<Record<string, unknown>>(trigger)).body;
-    await page().goto(`${trigger}/edit`);
-    await page().getByRole('heading', { name: 'Edit nightly hello' }).waitFor();
+    const { trigger, read } = await openNightlyForm();
     const zone = page().getByLabel('Time zone');
     expect(await zone.inputValue()).toBe('Europe/Paris');
     // Another tab saves a new zone; this form, opened before, changes the overlap policy.
