@@ -178,7 +178,9 @@ describe('progress lines', () => {
 describe('a download stopped and taken up again (an agent restart)', () => {
   it('keeps the partial and its record; a new download of the same bytes fetches only what is missing', async () => {
     const s = await serve(3 * MB);
-    s.mishaps.trickle = { bytes: 256 * 1024, everyMs: 5 };
+    // About 1 s for the 3 MB: the stop comes after the first MB, before the last, however late the
+    // poll below sees it on a busy machine (at 256 KB every 5 ms the whole body once came first).
+    s.mishaps.trickle = { bytes: 64 * 1024, everyMs: 20 };
     const stop = new AbortController();
     const first = new ResumableDownload(request(s, { signal: stop.signal }));
     const running = first.attempt(s.url());

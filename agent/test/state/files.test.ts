@@ -18,7 +18,8 @@ let root: string;
 beforeEach(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-files-'));
 });
-afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+// Retried: the FIFO test's writer, started in the background, may make its file as the directory goes.
+afterEach(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 5 }));
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 
