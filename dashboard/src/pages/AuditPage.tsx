@@ -306,11 +306,11 @@ function AuditFiltersForm(props: {
   actorName: string | undefined;
 }) {
   const { filters } = props;
-  const { draft, set, clear } = useFilterDraft(auditFields, filters, props.address, props.onApply);
+  const { draft, set, apply, clear } = useFilterDraft(auditFields, filters, props.address, props.onApply);
   const { action, actorType, targetType, targetId, after, before } = draft;
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    props.onApply({
+    apply({
       action,
       actorType,
       actorId: filters.actorId,

@@ -149,11 +149,11 @@ function JobFiltersForm(props: {
   onApply: (filters: JobFilters) => void;
 }) {
   const { filters } = props;
-  const { draft, setDraft, set, clear } = useFilterDraft(jobFields, filters, props.address, props.onApply);
+  const { draft, setDraft, set, apply, clear } = useFilterDraft(jobFields, filters, props.address, props.onApply);
   const { status, source, agentId, triggerId, after, before } = draft;
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    props.onApply({
+    apply({
       // Kept: the form has no input for it (the batch's page links here with it).
       batchId: filters.batchId,
       status,
