@@ -16,7 +16,7 @@ import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provid
  * Single sign-on in a real Chromium (docs/sso.md): on a coordinator whose passwords are off, the
  * sign-in page offers only the single sign-on button; it leads to the provider's own login page,
  * and back to the dashboard page the user asked for, signed in with the role the provider's group
- * gives. A refused sign-in comes back to the sign-in page with its reason.
+ * gives, which the members page names. A refused sign-in comes back to the sign-in page with its reason.
  */
 describe.skipIf(!CHROMIUM)('single sign-on in a browser', () => {
   let provider: TestOidcProvider;
@@ -76,6 +76,13 @@ describe.skipIf(!CHROMIUM)('single sign-on in a browser', () => {
     // The header names the role once the organizations are read.
     await p.getByRole('banner').getByText('(operator)').waitFor();
     expect(await p.getByRole('banner').innerText()).toContain('ada@example.test');
+
+    // The members page says which role the role map set, and for which group.
+    await p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+    const row = p.getByRole('row', { name: 'ada@example.test' });
+    await row.getByText('by single sign-on: ops').waitFor();
+    expect(await row.getByRole('cell').first().innerText()).toBe('operator by single sign-on: ops');
+    await expectAccessible(p, 'the members page with a member the role map added');
     expect(user.problems).toEqual([]);
   });
 

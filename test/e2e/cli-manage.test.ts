@@ -292,6 +292,15 @@ describe('drover management commands', () => {
       code: 0,
       stdout: 'dev@example.test is a viewer of the organization\n',
     });
+    const listed = await run(['member', 'list']);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^EMAIL +ROLE +JOINED +SSO GROUP +USER ID$/);
+    expect(lines.find((l) => l.startsWith('dev@example.test'))).toMatch(
+      /^dev@example\.test +viewer +\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ +- +[0-9a-f-]{36}$/,
+    );
+    const json = JSON.parse((await run(['member', 'list', '--json'])).stdout) as { email: string; ssoGroup: null }[];
+    expect(json.find((m) => m.email === 'dev@example.test')).toMatchObject({ role: 'viewer', ssoGroup: null });
     expect(await devRun(['member', 'role', 'owner@example.test', 'member'])).toMatchObject({
       code: 2,
       stderr: 'drover: Only an owner of the organization can do this\n',

@@ -139,7 +139,9 @@ describe('members', () => {
   it('lists the owner as the only member at first', async () => {
     const res = await t.owner.get(`/orgs/${t.orgId}/members`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual([{ userId: ownerId, email: OWNER_EMAIL, role: 'owner', joinedAt: expect.any(String) }]);
+    expect(res.body).toEqual([
+      { userId: ownerId, email: OWNER_EMAIL, role: 'owner', joinedAt: expect.any(String), ssoGroup: null },
+    ]);
   });
 
   it('invites a new email with a first password: the invitee signs in with it, accepts, and is a member', async () => {
@@ -370,7 +372,13 @@ describe('members', () => {
     expect((await t.owner.get(`/orgs/${orgId}`)).status).toBe(404);
     const members = await secondClient.get(`/orgs/${orgId}/members`);
     expect(members.body).toEqual([
-      { userId: second, email: 'second.owner@example.test', role: 'owner', joinedAt: expect.any(String) },
+      {
+        userId: second,
+        email: 'second.owner@example.test',
+        role: 'owner',
+        joinedAt: expect.any(String),
+        ssoGroup: null,
+      },
     ]);
 
     const audit = await secondClient.get(`/orgs/${orgId}/audit`);

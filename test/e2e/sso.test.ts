@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@drover/coordinator';
 import { mappedOrg } from '../../coordinator/src/domain/auth/role-map.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { acceptInvitation, outsider } from '../helpers/members.js';
+import { acceptInvitation, addUser, outsider } from '../helpers/members.js';
 import { issueApiToken } from '../helpers/tokens.js';
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -30,6 +30,8 @@ const ACCOUNTS: Record<string, TestAccount> = {
   dan: { email: 'dan@example.test', groups: ['readers'] },
   tia: { email: 'tia@example.test', groups: ['twins'] },
   kim: { email: 'kim@example.test', groups: ['acme-admins', 'readers'] },
+  lea: { email: 'lea@example.test', groups: ['ops'] },
+  ivy: { email: 'ivy@example.test', groups: ['ops'] },
 };
 
 let provider: TestOidcProvider;
@@ -237,6 +239,70 @@ describe('single sign-on', () => {
     expect(await mappedOrg(repos.orgs, silent, 'twins', 'twins')).toBeNull();
     expect((await mappedOrg(repos.orgs, silent, 'acme', 'ops'))?.id).toBe(t.orgId);
     expect(await mappedOrg(repos.orgs, silent, '00000000-0000-4000-8000-000000000000', 'ops')).toBeNull();
+  });
+
+  it("withdraws the map's grant once the person signs in with no group naming the organization, and audits it", async () => {
+    type Listed = { userId: string; email: string; role: string; ssoGroup: string | null };
+    const member = async (email: string) =>
+      ((await t.owner.get(`/orgs/${t.orgId}/members`)).body as Listed[]).find((m) => m.email === email);
+    // lea joins by the map; ivy, invited as a viewer, is made an operator by it.
+    expect((await signIn('lea')).res.status).toBe(303);
+    const ivy = await addUser(t.owner, t.orgId, 'ivy@example.test', 'viewer');
+    expect((await signIn('ivy')).res.status).toBe(303);
+    expect(await member('lea@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
+    expect(await member('ivy@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
+
+    try {
+      // Out of ops, but in a group whose entry names no single organization (two are called twins,
+      // since the impostor's test): which one it meant is not known, so nothing is withdrawn.
+      ACCOUNTS.lea!.groups = ['twins'];
+      expect((await signIn('lea')).res.status).toBe(303);
+      expect(await member('lea@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
+      // In too many groups, Microsoft Entra ID names none but where to read them: nothing withdrawn.
+      provider.tamper = ({ groups: _groups, ...claims }) => ({
+        ...claims,
+        _claim_names: { groups: 'src1' },
+        _claim_sources: { src1: { endpoint: 'https://graph.microsoft.com/v1.0/users/lea/getMemberObjects' } },
+      });
+      try {
+        expect((await signIn('lea')).res.status).toBe(303);
+      } finally {
+        provider.tamper = null;
+      }
+      expect(await member('lea@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
+
+      ACCOUNTS.lea!.groups = [];
+      ACCOUNTS.ivy!.groups = ['not in the map'];
+      const lea = sessionOf((await signIn('lea')).res)!.slice('drover_session='.length);
+      expect((await signIn('ivy')).res.status).toBe(303);
+      // The map added lea: she is no member any more; ivy has the role her invitation gave.
+      expect(await member('lea@example.test')).toBeUndefined();
+      expect((await t.api.get('/orgs', { token: lea })).body).toEqual([]);
+      expect(await member('ivy@example.test')).toMatchObject({ role: 'viewer', ssoGroup: null });
+    } finally {
+      ACCOUNTS.lea!.groups = ['ops'];
+      ACCOUNTS.ivy!.groups = ['ops'];
+    }
+    const audit = (await t.owner.get(`/orgs/${t.orgId}/audit`)).body as {
+      action: string;
+      targetId: string;
+      metadata: object;
+    }[];
+    expect(audit.find((e) => e.action === 'member.remove')?.metadata).toEqual({
+      email: 'lea@example.test',
+      via: 'sso',
+      group: 'ops',
+      reason: 'sso_group_left',
+      role: 'operator',
+    });
+    expect(audit.find((e) => e.action === 'member.update' && e.targetId === ivy.userId)?.metadata).toEqual({
+      email: 'ivy@example.test',
+      via: 'sso',
+      group: 'ops',
+      reason: 'sso_group_left',
+      from: 'operator',
+      to: 'viewer',
+    });
   });
 
   it('moves the role when the groups change at the provider, and audits it', async () => {

@@ -26,7 +26,7 @@ function checkRole(what: string, value: string): void {
   if (!isRole(value)) throw new CliError(`${what}: expected one of ${ROLES.join(', ')}, got \`${value}\``);
 }
 
-/** `drover member add|invitations|revoke-invitation|role|remove`: who belongs to the organization (owners only). */
+/** `drover member list|add|invitations|revoke-invitation|role|remove`: who belongs to the organization (owners only). */
 export function configureMemberCommand(program: Command, rt: Runtime): void {
   const group = program.command('member').description("the organization's members (owners only; a session)");
 
@@ -58,6 +58,20 @@ export function configureMemberCommand(program: Command, rt: Runtime): void {
         `Invited ${invitation.email} as ${invitation.role} until ${invitation.expiresAt} (invitation ${invitation.id}); ` +
           'they join when they accept it\n',
       );
+    });
+
+  group
+    .command('list')
+    .description(
+      "the organization's members by when they joined, with their roles and the single sign-on group that set one",
+    )
+    .option('--json', "print the API's answer as JSON")
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const members = await caller.api.get<Member[]>(`/orgs/${await caller.orgId()}/members`);
+      if (flags.json) return printJson(rt, members);
+      const rows = members.map((m) => [m.email, m.role, shortTime(m.joinedAt), m.ssoGroup ?? undefined, m.userId]);
+      rt.out(formatTable(['EMAIL', 'ROLE', 'JOINED', 'SSO GROUP', 'USER ID'], rows));
     });
 
   group

@@ -357,6 +357,32 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('marks the memberships the role map added, found by their member.add audit entries (0055)', () => {
+    const { db, all, at } = migratedBefore(55);
+    const user = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
+    const member = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
+    const audit = db.prepare(
+      `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
+       VALUES ('o', 'user', ?, ?, 'user', ?, ?, ?)`,
+    );
+    const later = '2030-01-02T00:00:00.000Z';
+    for (const id of ['mapped', 'invited', 'rejoined']) user.run(id, `${id}@example.test`, 'hash', at);
+    member.run('o', 'mapped', 'operator', at);
+    member.run('o', 'invited', 'member', at);
+    member.run('o', 'rejoined', 'viewer', later); // the map added them once; removed; invited back since
+    audit.run('mapped', 'member.add', 'mapped', JSON.stringify({ via: 'sso', group: 'ops', role: 'operator' }), at);
+    audit.run('invited', 'member.update', 'invited', JSON.stringify({ via: 'sso', group: 'ops', to: 'member' }), at);
+    audit.run('rejoined', 'member.add', 'rejoined', JSON.stringify({ via: 'sso', group: 'ops', role: 'owner' }), at);
+    migrate(db, all);
+    const rows = db.prepare('SELECT user_id, sso_group, role_before_sso FROM memberships ORDER BY user_id').all();
+    expect(rows).toEqual([
+      { user_id: 'invited', sso_group: null, role_before_sso: null },
+      { user_id: 'mapped', sso_group: 'ops', role_before_sso: null },
+      { user_id: 'rejoined', sso_group: null, role_before_sso: null },
+    ]);
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

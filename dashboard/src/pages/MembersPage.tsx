@@ -48,7 +48,15 @@ export function MembersPage() {
                     {m.email}
                     {m.userId === me && <span className="hint"> (you)</span>}
                   </th>
-                  <td>{m.role}</td>
+                  <td>
+                    {m.role}
+                    {m.ssoGroup !== null && (
+                      <span className="hint" title="Set by the single sign-on role map">
+                        {' '}
+                        by single sign-on: {m.ssoGroup}
+                      </span>
+                    )}
+                  </td>
                   <td>{dateTime(m.joinedAt)}</td>
                   {mayManage && (
                     <td>
@@ -126,6 +134,12 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
         <p className="hint">
           {roleWithArticle(role).replace(/^./, (c) => c.toUpperCase())}: {ROLE_WORDS[role]}.
         </p>
+        {member.ssoGroup !== null && (
+          <p className="hint">
+            Single sign-on's role map set this role for the group {member.ssoGroup}: it sets it again at their next
+            sign-in while that group names this organization.
+          </p>
+        )}
         <button type="submit" className="danger" disabled={changeRole.isPending}>
           Change role
         </button>

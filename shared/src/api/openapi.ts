@@ -2262,6 +2262,8 @@ export interface components {
       role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       joinedAt: string;
+      /** @description The single sign-on group whose role map entry set the role: the map removes the member, or gives back the role they had before, once they sign in with no group naming the organization. Null: the owners manage it. */
+      ssoGroup: string | null;
     };
     Invitation: {
       id: string;

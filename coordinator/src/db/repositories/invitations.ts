@@ -123,7 +123,7 @@ export function createInvitationRepository(db: Database): InvitationRepository {
       return db.transaction(function* () {
         const accepted = yield* one(MARK_ACCEPTED, { at, id });
         if (!accepted) return 'not_pending' as const;
-        const added = yield* run(ADD_MEMBER, [accepted.org_id, userId, accepted.role, at]);
+        const added = yield* run(ADD_MEMBER, [accepted.org_id, userId, accepted.role, at, null]);
         return added === 1 ? ('ok' as const) : ('already_member' as const);
       });
     },

@@ -6,6 +6,7 @@ import type {
   RevokedInvitation,
   Role,
   RoleChangeRefusal,
+  RoleMapMark,
 } from '../../domain/model/orgs.js';
 import { can } from '@drover/shared';
 import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
@@ -23,6 +24,7 @@ interface MemberRow {
   email: string;
   role: Role;
   created_at: string;
+  sso_group: string | null;
 }
 
 const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, createdAt: r.created_at });
@@ -32,15 +34,16 @@ const toMember = (r: MemberRow): Member => ({
   email: r.email,
   role: r.role,
   joinedAt: r.created_at,
+  ssoGroup: r.sso_group,
 });
 
 const INSERT_ORG = command<[string, string, string]>('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)');
 const INSERT_OWNER = command<[string, string, string]>(
   "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)",
 );
-/** A membership, unless the user is a member already. */
-export const ADD_MEMBER = command<[string, string, Role, string]>(
-  'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+/** A membership, unless the user is a member already; the last parameter is the role map's group, if it adds them. */
+export const ADD_MEMBER = command<[string, string, Role, string, string | null]>(
+  'INSERT INTO memberships (org_id, user_id, role, created_at, sso_group) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
 );
 const BY_ID = query<OrgRow, [string]>('SELECT id, name, created_at FROM orgs WHERE id = ?');
 const BY_NAME = query<OrgRow, [string, number]>(
@@ -51,7 +54,7 @@ const FOR_USER = query<OrgRow & { role: Role }, [string]>(
    WHERE m.user_id = ? ORDER BY o.created_at, o.id`,
 );
 const ROLE = query<{ role: Role }, [string, string]>('SELECT role FROM memberships WHERE org_id = ? AND user_id = ?');
-const MEMBER = `SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id`;
+const MEMBER = `SELECT m.user_id, u.email, m.role, m.created_at, m.sso_group FROM memberships m JOIN users u ON u.id = m.user_id`;
 /** By when they joined; those who joined at once by email, alike on both databases (`emailKey`). */
 const MEMBERS = query<MemberRow, [string]>(
   (d) => `${MEMBER} WHERE m.org_id = ? ORDER BY m.created_at, ${emailKey(d, 'u.email')}`,
@@ -61,6 +64,27 @@ const OWNERS = query<{ n: number }, [string]>(
   "SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'",
 );
 const SET_ROLE = command<[Role, string, string]>('UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ?');
+/**
+ * The role map sets the role: the membership is the map's from then on, and remembers the role it
+ * had before the map first took it (the right-hand sides read the row as it was).
+ */
+const SET_ROLE_BY_MAP = command<[Role, string, string, string]>(
+  `UPDATE memberships SET role = ?, sso_group = ?,
+     role_before_sso = CASE WHEN sso_group IS NULL THEN role ELSE role_before_sso END
+   WHERE org_id = ? AND user_id = ?`,
+);
+/** The role map withdraws its grant: the role it had before, and the owners' again. */
+const SET_ROLE_BACK = command<[Role, string, string]>(
+  'UPDATE memberships SET role = ?, sso_group = NULL, role_before_sso = NULL WHERE org_id = ? AND user_id = ?',
+);
+/** The group that set a membership's role, kept current while the role stays (a second group naming the same role). */
+const SET_MAP_GROUP = command<[string, string, string]>(
+  'UPDATE memberships SET sso_group = ? WHERE org_id = ? AND user_id = ? AND sso_group IS NOT NULL AND sso_group <> ?',
+);
+const MAP_MEMBERSHIPS = query<
+  { org_id: string; role: Role; sso_group: string; role_before_sso: Role | null },
+  [string]
+>('SELECT org_id, role, sso_group, role_before_sso FROM memberships WHERE user_id = ? AND sso_group IS NOT NULL');
 const REMOVE = command<[string, string]>('DELETE FROM memberships WHERE org_id = ? AND user_id = ?');
 const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM orgs');
 /** The pending invitations a member sent, revoked when they are no owner any more (inviting is an owner's). */
@@ -99,14 +123,22 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
    * be accepted afterwards, on any coordinator (an invitation creation takes the same lock and
    * checks its inviter is an owner: InvitationRepository.create).
    */
-  function* change(orgId: string, userId: string, next: Role | null, at: string): Flow<ChangeOutcome> {
+  function* change(
+    orgId: string,
+    userId: string,
+    next: Role | null,
+    at: string,
+    mark?: RoleMapMark,
+  ): Flow<ChangeOutcome> {
     yield* lockOrg(orgId);
     const current = yield* one(ROLE, [orgId, userId]);
     if (!current) return 'not_found';
     const refused = refusal(current.role, next, (yield* one(OWNERS, [orgId]))?.n ?? 0);
     if (refused) return refused;
     if (next === null) yield* run(REMOVE, [orgId, userId]);
-    else yield* run(SET_ROLE, [next, orgId, userId]);
+    else if (mark === undefined) yield* run(SET_ROLE, [next, orgId, userId]);
+    else if (mark === 'withdrawn') yield* run(SET_ROLE_BACK, [next, orgId, userId]);
+    else yield* run(SET_ROLE_BY_MAP, [next, mark.group, orgId, userId]);
     const revokedEnrollmentTokens =
       next === null || !can(next, 'agents.enroll')
         ? yield* all(REVOKE_ENROLLMENT_TOKENS_OF, { at, orgId, userId })
@@ -149,11 +181,22 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
       const row = await db.one(MEMBER_OF, [orgId, userId]);
       return row ? toMember(row) : null;
     },
-    async addMember(orgId, userId, role, at) {
-      return (await db.run(ADD_MEMBER, [orgId, userId, role, at])) === 1;
+    async addMember(orgId, userId, role, at, mark) {
+      return (await db.run(ADD_MEMBER, [orgId, userId, role, at, mark?.group ?? null])) === 1;
     },
-    setRole(orgId, userId, role, at) {
-      return db.transaction(() => change(orgId, userId, role, at));
+    setRole(orgId, userId, role, at, mark) {
+      return db.transaction(() => change(orgId, userId, role, at, mark));
+    },
+    async keepMapGroup(orgId, userId, group) {
+      await db.run(SET_MAP_GROUP, [group, orgId, userId, group]);
+    },
+    async listRoleMapMemberships(userId) {
+      return (await db.all(MAP_MEMBERSHIPS, [userId])).map((r) => ({
+        orgId: r.org_id,
+        role: r.role,
+        group: r.sso_group,
+        roleBefore: r.role_before_sso,
+      }));
     },
     removeMember(orgId, userId, at) {
       return db.transaction(() => change(orgId, userId, null, at));

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Logger } from 'pino';
-import { ROLES, sitePath, type Role } from '@drover/shared';
-import type { OidcConfig, RoleMapping } from '../../config/sign-in-config.js';
+import { sitePath } from '@drover/shared';
+import type { OidcConfig } from '../../config/sign-in-config.js';
 import type { Repositories } from '../model/repositories.js';
 import { AppError, validationFailed } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
@@ -11,11 +11,9 @@ import { hashBearerSecret } from '../../util/secrets.js';
 import { MAX_OPEN_OIDC_STATES, OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
-import { mappedOrg } from './role-map.js';
+import { applyRoleMap } from './role-map.js';
 import { AttemptThrottle, lockedOut, type ThrottlePolicy } from './attempt-throttle.js';
 import { clientKey } from './client-key.js';
-import type { Org } from '../model/orgs.js';
-import { revocationsOf } from '../orgs/members.js';
 
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
 export const NO_PASSWORD = '!sso';
@@ -203,7 +201,7 @@ export class OidcSignInService {
    * URL). The state is used up whatever happens next; every refusal is `401 sso_failed` saying why.
    */
   async finish(callback: URL, browserKey: string | null, address: string): Promise<OidcSignedIn> {
-    const { repos, clock, config: settings } = this.deps;
+    const { repos, audit, clock, logger, config: settings } = this.deps;
     const state = callback.searchParams.get('state');
     const stored = state ? await repos.oidcStates.consume(hashBearerSecret(state), isoAt(clock.now())) : null;
     if (!stored) {
@@ -256,7 +254,20 @@ export class OidcSignInService {
       );
     }
     const user = await this.userOf(email);
-    await this.applyRoleMap(user.id, email, groupsOf(claims[settings.groupsClaim]));
+    // Microsoft Entra ID leaves out the groups of someone in too many (over 200), and points to
+    // its Graph API instead (`_claim_names`, OpenID Connect's distributed claims): their groups
+    // are not known, so the role map withdraws nothing from them.
+    const overage = groupsOverage(claims, settings.groupsClaim);
+    if (overage) {
+      logger.warn(
+        { email, claim: settings.groupsClaim },
+        'single sign-on: the ID token names no groups but where to read them (too many groups at the provider); the role map withdraws nothing',
+      );
+    }
+    await applyRoleMap(
+      { orgs: repos.orgs, audit, clock, logger, roleMap: settings.roleMap },
+      { userId: user.id, email, groups: groupsOf(claims[settings.groupsClaim]), allGroupsKnown: !overage },
+    );
     const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
     this.starts.forgive(clientKey(address)); // this start finished
     return { ...session, next: stored.nextPath };
@@ -327,69 +338,7 @@ export class OidcSignInService {
     if (!created) throw failed(`the account of ${email} could not be created`);
     return created;
   }
-
-  /**
-   * Puts the user in each organization the role map names for their groups, with the role it
-   * names (the highest when several groups name one organization): added, or moved to that role.
-   * Organizations the map does not name are left as they are. Each change is audited.
-   */
-  private async applyRoleMap(userId: string, email: string, groups: readonly string[]): Promise<void> {
-    const { repos, audit, clock, logger, config } = this.deps;
-    // By organization, once each entry is resolved: one map may name an organization by its id
-    // in one entry and by its name in another.
-    const wanted = new Map<string, { org: Org; role: Role; group: string }>();
-    for (const group of groups) {
-      const mapping: RoleMapping | undefined = config.roleMap[group];
-      if (!mapping) continue;
-      const org = await mappedOrg(repos.orgs, logger, mapping.org, group);
-      if (!org) continue;
-      const before = wanted.get(org.id);
-      if (!before || ROLES.indexOf(mapping.role) < ROLES.indexOf(before.role))
-        wanted.set(org.id, { org, role: mapping.role, group });
-    }
-    for (const { org, role, group } of wanted.values()) {
-      const name = org.name;
-      const actor = { orgId: org.id, userId };
-      const current = await repos.orgs.roleOf(org.id, userId);
-      const metadata = { email, via: 'sso', group };
-      if (current === null) {
-        if (await repos.orgs.addMember(org.id, userId, role, isoAt(clock.now()))) {
-          await audit.record({
-            ...userRecord(actor),
-            action: 'member.add',
-            targetType: 'user',
-            targetId: userId,
-            metadata: { ...metadata, role },
-          });
-        }
-      } else if (current !== role) {
-        const outcome = await repos.orgs.setRole(org.id, userId, role, isoAt(clock.now()));
-        if (typeof outcome === 'object') {
-          await audit.record({
-            ...userRecord(actor),
-            action: 'member.update',
-            targetType: 'user',
-            targetId: userId,
-            metadata: { ...metadata, from: current, to: role },
-          });
-          // A demoted owner's pending invitations, a viewer's open enrollment tokens, went with
-          // the role (OrgRepository.setRole).
-          for (const r of revocationsOf(outcome)) {
-            await audit.record({ ...userRecord(actor), ...r, metadata: { ...r.metadata, via: 'sso' } });
-          }
-        } else {
-          logger.warn({ org: name, userId, outcome }, 'single sign-on: the role map could not change the role');
-        }
-      }
-    }
-  }
 }
-
-const userRecord = (actor: { orgId: string; userId: string }) => ({
-  orgId: actor.orgId,
-  actorType: 'user' as const,
-  actorId: actor.userId,
-});
 
 /**
  * Whether the provider vouches for the ID token's email: `email_verified: true`; or, from a provider
@@ -403,6 +352,12 @@ function emailVerified(claims: oidc.IDToken): boolean {
 }
 
 /** A groups claim as providers send it: an array of strings, or one string. */
+/** Whether the ID token points elsewhere for the groups claim (distributed claims) instead of holding it. */
+function groupsOverage(claims: oidc.IDToken, claim: string): boolean {
+  const names: unknown = claims._claim_names;
+  return typeof names === 'object' && names !== null && Object.hasOwn(names, claim) && !(claim in claims);
+}
+
 function groupsOf(value: unknown): string[] {
   if (typeof value === 'string') return [value];
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');

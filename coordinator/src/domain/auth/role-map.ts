@@ -1,5 +1,10 @@
 import type { Logger } from 'pino';
-import type { Org, OrgRepository } from '../model/orgs.js';
+import { ROLES, type Role } from '@drover/shared';
+import type { RoleMapping } from '../../config/sign-in-config.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { MemberChange, Org, OrgRepository } from '../model/orgs.js';
+import { revocationsOf } from '../orgs/members.js';
+import { isoAt, type Clock } from '../../util/clock.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -21,4 +26,150 @@ export async function mappedOrg(orgs: OrgRepository, logger: Logger, org: string
       : 'single sign-on: the role map names an organization by a name several organizations have; name it by its id',
   );
   return null;
+}
+
+export interface RoleMapDeps {
+  orgs: OrgRepository;
+  audit: AuditLog;
+  clock: Clock;
+  logger: Logger;
+  roleMap: Readonly<Record<string, RoleMapping>>;
+}
+
+/**
+ * Applies the role map to a user who signed in with `groups` (docs/sso.md, "The role map"): in each
+ * organization a group of theirs names, they become a member with the role it names (the highest
+ * when several name one organization), or are moved to it; the membership is the map's from then
+ * on. A membership of the map's that none of their groups names any more loses the map's grant:
+ * the member is removed when the map added them, or given back the role they had before it (never
+ * the last owner). That step is skipped while an entry of one of their groups names no single
+ * organization (an organization missing, or a name two share: which one it meant is not known),
+ * and when the provider did not send all their groups.
+ * Organizations the map never touched are left as they are. Each change is audited.
+ */
+export async function applyRoleMap(
+  deps: RoleMapDeps,
+  signedIn: {
+    userId: string;
+    email: string;
+    groups: readonly string[];
+    /** False when the provider left some groups out: nothing is withdrawn then. */
+    allGroupsKnown: boolean;
+  },
+): Promise<void> {
+  const { userId, email, groups } = signedIn;
+  const { orgs, logger, roleMap } = deps;
+  // By organization, once each entry is resolved: one map may name an organization by its id in
+  // one entry and by its name in another.
+  const wanted = new Map<string, { org: Org; role: Role; group: string }>();
+  let unresolved = false;
+  for (const group of groups) {
+    const mapping: RoleMapping | undefined = roleMap[group];
+    if (!mapping) continue;
+    const org = await mappedOrg(orgs, logger, mapping.org, group);
+    if (!org) {
+      unresolved = true;
+      continue;
+    }
+    const before = wanted.get(org.id);
+    if (!before || ROLES.indexOf(mapping.role) < ROLES.indexOf(before.role))
+      wanted.set(org.id, { org, role: mapping.role, group });
+  }
+  for (const grant of wanted.values()) await grantRole(deps, userId, email, grant);
+  if (unresolved || !signedIn.allGroupsKnown) return;
+  for (const held of await orgs.listRoleMapMemberships(userId)) {
+    if (!wanted.has(held.orgId)) await withdraw(deps, userId, email, held);
+  }
+}
+
+async function grantRole(
+  deps: RoleMapDeps,
+  userId: string,
+  email: string,
+  { org, role, group }: { org: Org; role: Role; group: string },
+): Promise<void> {
+  const { orgs, clock, logger } = deps;
+  const member = await orgs.findMember(org.id, userId);
+  const metadata = { email, via: 'sso', group };
+  if (member === null) {
+    if (await orgs.addMember(org.id, userId, role, isoAt(clock.now()), { group })) {
+      await record(deps, org.id, userId, 'member.add', { ...metadata, role });
+    }
+  } else if (member.role !== role) {
+    const outcome = await orgs.setRole(org.id, userId, role, isoAt(clock.now()), { group });
+    if (typeof outcome === 'object') {
+      await record(deps, org.id, userId, 'member.update', { ...metadata, from: member.role, to: role });
+      await recordRevocations(deps, org.id, userId, outcome);
+    } else {
+      logger.warn({ org: org.name, userId, outcome }, 'single sign-on: the role map could not change the role');
+    }
+  } else if (member.ssoGroup !== null && member.ssoGroup !== group) {
+    await orgs.keepMapGroup(org.id, userId, group);
+  }
+}
+
+async function withdraw(
+  deps: RoleMapDeps,
+  userId: string,
+  email: string,
+  held: { orgId: string; role: Role; group: string; roleBefore: Role | null },
+): Promise<void> {
+  const { orgs, clock, logger } = deps;
+  const metadata = { email, via: 'sso', group: held.group, reason: 'sso_group_left' };
+  const at = isoAt(clock.now());
+  const outcome =
+    held.roleBefore === null
+      ? await orgs.removeMember(held.orgId, userId, at)
+      : await orgs.setRole(held.orgId, userId, held.roleBefore, at, 'withdrawn');
+  if (typeof outcome !== 'object') {
+    if (outcome === 'last_owner') {
+      logger.warn(
+        { orgId: held.orgId, userId, group: held.group },
+        "single sign-on: the user's groups no longer name this organization, but they are its last owner: kept",
+      );
+    }
+    return;
+  }
+  if (held.roleBefore === null) {
+    await record(deps, held.orgId, userId, 'member.remove', { ...metadata, role: held.role });
+  } else if (held.roleBefore !== held.role) {
+    await record(deps, held.orgId, userId, 'member.update', { ...metadata, from: held.role, to: held.roleBefore });
+  }
+  await recordRevocations(deps, held.orgId, userId, outcome);
+}
+
+function record(
+  deps: RoleMapDeps,
+  orgId: string,
+  userId: string,
+  action: 'member.add' | 'member.update' | 'member.remove',
+  metadata: Record<string, unknown>,
+): Promise<void> {
+  return deps.audit.record({
+    orgId,
+    actorType: 'user',
+    actorId: userId,
+    action,
+    targetType: 'user',
+    targetId: userId,
+    metadata,
+  });
+}
+
+/** A demoted owner's pending invitations, a viewer's open enrollment tokens, went with the role (OrgRepository.setRole). */
+async function recordRevocations(
+  deps: RoleMapDeps,
+  orgId: string,
+  userId: string,
+  change: MemberChange,
+): Promise<void> {
+  for (const r of revocationsOf(change)) {
+    await deps.audit.record({
+      orgId,
+      actorType: 'user',
+      actorId: userId,
+      ...r,
+      metadata: { ...r.metadata, via: 'sso' },
+    });
+  }
 }

@@ -17,6 +17,24 @@ export interface Member {
   email: string;
   role: Role;
   joinedAt: string;
+  /** The single sign-on group whose role map entry set the role; null for a membership the owners manage. */
+  ssoGroup: string | null;
+}
+
+/**
+ * Who sets a role, when not an owner: the single sign-on role map, for `group` (the membership is
+ * the map's from then on), or the map withdrawing its grant (`withdrawn`: the role given back is
+ * the owners' to manage again). docs/sso.md, "The role map".
+ */
+export type RoleMapMark = { group: string } | 'withdrawn';
+
+/** A membership whose role the role map set. */
+export interface RoleMapMembership {
+  orgId: string;
+  role: Role;
+  group: string;
+  /** The role before the map first set it; null when the map added the member. */
+  roleBefore: Role | null;
 }
 
 /**
@@ -63,12 +81,23 @@ export interface OrgRepository {
    * Adds a user as a member; false when they are one already. For tests and tools: people join
    * by accepting an invitation (InvitationRepository.accept).
    */
-  addMember(orgId: string, userId: string, role: Role, at: string): Promise<boolean>;
+  addMember(orgId: string, userId: string, role: Role, at: string, mark?: { group: string }): Promise<boolean>;
   /**
    * Changes a role; refuses to demote the last owner. A member who is no owner afterwards loses
-   * the pending invitations they sent (revoked at `at`), in the same transaction.
+   * the pending invitations they sent (revoked at `at`), in the same transaction. `mark`: the role
+   * map sets it, or withdraws its grant; an owner's change leaves the membership's mark as it is.
    */
-  setRole(orgId: string, userId: string, role: Role, at: string): Promise<MemberChange | 'last_owner' | 'not_found'>;
+  setRole(
+    orgId: string,
+    userId: string,
+    role: Role,
+    at: string,
+    mark?: RoleMapMark,
+  ): Promise<MemberChange | 'last_owner' | 'not_found'>;
+  /** Names `group` as the one that set a role the map set before, when another group did. */
+  keepMapGroup(orgId: string, userId: string, group: string): Promise<void>;
+  /** The user's memberships whose role the role map set. */
+  listRoleMapMemberships(userId: string): Promise<RoleMapMembership[]>;
   /**
    * Removes a member; refuses to remove the last owner. Their pending invitations are revoked at
    * `at`, in the same transaction.

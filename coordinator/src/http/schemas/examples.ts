@@ -41,7 +41,13 @@ const BASE = 'https://drover.example.com';
 
 export const orgExample = { id: ID.org, name: 'acme', role: 'owner', createdAt: AT };
 export const userExample = { id: ID.user, email: 'alice@example.com', createdAt: AT };
-export const memberExample = { userId: ID.user, email: 'alice@example.com', role: 'owner', joinedAt: AT };
+export const memberExample = {
+  userId: ID.user,
+  email: 'alice@example.com',
+  role: 'owner',
+  joinedAt: AT,
+  ssoGroup: null,
+};
 export const invitationExample = {
   id: ID.invitation,
   orgId: ID.org,

@@ -39,8 +39,19 @@ export const OrgSchema = named('Org', {
 export const MemberSchema = named('Member', {
   type: 'object',
   examples: [memberExample],
-  required: ['userId', 'email', 'role', 'joinedAt'],
-  properties: { userId: uuid, email: { type: 'string' }, role, joinedAt: timestamp },
+  required: ['userId', 'email', 'role', 'joinedAt', 'ssoGroup'],
+  properties: {
+    userId: uuid,
+    email: { type: 'string' },
+    role,
+    joinedAt: timestamp,
+    ssoGroup: {
+      type: ['string', 'null'],
+      description:
+        'The single sign-on group whose role map entry set the role: the map removes the member, or gives back ' +
+        'the role they had before, once they sign in with no group naming the organization. Null: the owners manage it.',
+    },
+  },
 } as const);
 
 export const InvitationSchema = named('Invitation', {

@@ -113,8 +113,8 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.addMember(orgId, member, 'member', later(1))).toBe(true);
     expect(await t.repos.orgs.addMember(orgId, member, 'owner', later(2))).toBe(false);
     expect(await t.repos.orgs.listMembers(orgId)).toEqual([
-      { userId: owner, email: 'owner@example.test', role: 'owner', joinedAt: AT },
-      { userId: member, email: 'member@example.test', role: 'member', joinedAt: later(1) },
+      { userId: owner, email: 'owner@example.test', role: 'owner', joinedAt: AT, ssoGroup: null },
+      { userId: member, email: 'member@example.test', role: 'member', joinedAt: later(1), ssoGroup: null },
     ]);
     expect(await t.repos.orgs.findMember(orgId, member)).toMatchObject({ role: 'member' });
     expect(await t.repos.orgs.findMember(orgId, newId())).toBeNull();
@@ -150,6 +150,44 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     });
     expect(await t.repos.orgs.removeMember(orgId, member, AT)).toBe('not_found');
     expect(await t.repos.orgs.setRole(orgId, member, 'owner', AT)).toBe('not_found');
+  });
+
+  it('marks the memberships the role map sets, keeps the role they had before it, and gives it back when it withdraws', async () => {
+    const owner = await user('map-owner@example.test');
+    const [added, invited] = [await user('added@example.test'), await user('invited@example.test')];
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'mapped', createdAt: AT }, owner);
+    expect(await t.repos.orgs.addMember(orgId, added, 'operator', AT, { group: 'ops' })).toBe(true);
+    await t.repos.orgs.addMember(orgId, invited, 'viewer', AT);
+    expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([]);
+
+    // The map moves the invited viewer twice: the role before is the first one, the group the last.
+    await t.repos.orgs.setRole(orgId, invited, 'operator', AT, { group: 'ops' });
+    await t.repos.orgs.setRole(orgId, invited, 'member', AT, { group: 'devs' });
+    await t.repos.orgs.keepMapGroup(orgId, invited, 'staff');
+    // An owner's change leaves the mark; keeping the group of a membership the map never set does nothing.
+    await t.repos.orgs.setRole(orgId, added, 'member', AT);
+    await t.repos.orgs.keepMapGroup(orgId, owner, 'ops');
+    expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([
+      { orgId, role: 'member', group: 'staff', roleBefore: 'viewer' },
+    ]);
+    expect(await t.repos.orgs.listRoleMapMemberships(added)).toEqual([
+      { orgId, role: 'member', group: 'ops', roleBefore: null },
+    ]);
+    expect((await t.repos.orgs.listMembers(orgId)).map((m) => [m.email, m.ssoGroup])).toEqual([
+      ['added@example.test', 'ops'],
+      ['invited@example.test', 'staff'],
+      ['map-owner@example.test', null],
+    ]);
+
+    await t.repos.orgs.setRole(orgId, invited, 'viewer', later(1), 'withdrawn');
+    expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([]);
+    expect(await t.repos.orgs.findMember(orgId, invited)).toMatchObject({ role: 'viewer', ssoGroup: null });
+    // Set by the map again later, the role before is the one it had then.
+    await t.repos.orgs.setRole(orgId, invited, 'owner', later(2), { group: 'ops' });
+    expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([
+      { orgId, role: 'owner', group: 'ops', roleBefore: 'viewer' },
+    ]);
   });
 });
 

@@ -421,3 +421,37 @@ describe('0037_enrollment_tokens_of_former_makers', () => {
     }
   });
 });
+
+describe('0038_memberships_of_the_role_map', () => {
+  it('marks the memberships the role map added, found by their member.add audit entries', async () => {
+    const { p, at } = await orgBefore(38, { mapped: 'operator', invited: 'member', rejoined: null });
+    try {
+      const later = '2030-01-02T00:00:00Z';
+      // The map added `rejoined` once; removed, they were invited back since.
+      await p.query(
+        "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', 'rejoined', 'viewer', $1)",
+        [later],
+      );
+      for (const [id, action, metadata] of [
+        ['mapped', 'member.add', { via: 'sso', group: 'ops', role: 'operator' }],
+        ['invited', 'member.update', { via: 'sso', group: 'ops', to: 'member' }],
+        ['rejoined', 'member.add', { via: 'sso', group: 'ops', role: 'owner' }],
+      ] as const) {
+        await p.query(
+          `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
+           VALUES ('o', 'user', $1, $2, 'user', $1, $3, $4)`,
+          [id, action, JSON.stringify(metadata), at],
+        );
+      }
+      await migratePostgres(p);
+      const { rows } = await p.query('SELECT user_id, sso_group, role_before_sso FROM memberships ORDER BY user_id');
+      expect(rows).toEqual([
+        { user_id: 'invited', sso_group: null, role_before_sso: null },
+        { user_id: 'mapped', sso_group: 'ops', role_before_sso: null },
+        { user_id: 'rejoined', sso_group: null, role_before_sso: null },
+      ]);
+    } finally {
+      await p.end();
+    }
+  });
+});
