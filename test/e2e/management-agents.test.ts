@@ -135,6 +135,12 @@ describe('agent management', () => {
     expect(bad.body.details).toEqual([
       { path: 'querystring.selector', message: "not a label selector: at position 8: expected '(', found 'berlin'" },
     ]);
+    // No longer than a selector a trigger or an application may store.
+    const long = await member.get(`/orgs/${t.orgId}/agents?selector=${'a'.repeat(1025)}`);
+    expect(long.status).toBe(422);
+    expect(long.body.details).toEqual([
+      expect.objectContaining({ path: 'querystring.selector', message: expect.stringContaining('1024') }),
+    ]);
   });
 
   it('refuses labels past the rules with 422 naming the label, from operators and agents alike', async () => {

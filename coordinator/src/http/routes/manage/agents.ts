@@ -59,6 +59,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           properties: {
             selector: {
               type: 'string',
+              maxLength: MAX_SELECTOR_LENGTH,
               description: 'A label selector (docs/fleets.md): only the agents whose labels it matches',
               examples: ['site in (berlin,munich),role=gateway'],
             },
