@@ -24,10 +24,18 @@ describe('completion candidates', () => {
       'sign',
       'rotate-keys',
     ]);
-    expect(complete('--url=http://x trigger ')).toEqual(['create', 'list', 'show', 'pause', 'resume', 'delete']);
+    expect(complete('--url=http://x trigger ')).toEqual([
+      'create',
+      'list',
+      'show',
+      'update',
+      'pause',
+      'resume',
+      'delete',
+    ]);
     expect(complete('enrollment-token ')).toEqual(['create', 'list', 'revoke']);
     // After `help`, the commands it shows the help of.
-    expect(complete('help trigger ')).toEqual(['create', 'list', 'show', 'pause', 'resume', 'delete']);
+    expect(complete('help trigger ')).toEqual(['create', 'list', 'show', 'update', 'pause', 'resume', 'delete']);
   });
 
   it("are the command's and the global options after a dash", () => {

@@ -128,6 +128,64 @@ describe('drover management commands', () => {
     });
     expect((await run(['trigger', 'delete', long.body.id])).code).toBe(0);
 
+    // Changed, found by its name: what the flags name, the rest kept.
+    const updated = await run([
+      'trigger',
+      'update',
+      'deploy',
+      '--name',
+      'deploy main',
+      '--any-workflow',
+      '--async',
+      '--allowed-ref',
+      'main',
+      '--allowed-ref',
+      'release',
+      '--allow-debug',
+    ]);
+    expect(updated).toMatchObject({
+      code: 0,
+      stdout: `Changed the trigger deploy main (${id}): name, scopeType, workflowName, responseMode, allowedRefs, allowDebug\n`,
+    });
+    const read = async () => (await t.owner.get(`/orgs/${t.orgId}/triggers/${id}`)).body;
+    expect(await read()).toMatchObject({
+      name: 'deploy main',
+      agentId: agent.agentId,
+      scopeType: 'agent',
+      workflowName: null,
+      responseMode: 'async',
+      allowedRefs: ['main', 'release'],
+      allowDebug: true,
+    });
+    // Onto a selector (a batch unless --fanout says otherwise), then back onto the agent by its name.
+    const onSelector = ['--workflow', 'deploy', '--selector', 'role=gateway', '--max-parallel', '2'];
+    expect((await run(['trigger', 'update', id, ...onSelector])).code).toBe(0);
+    expect(await read()).toMatchObject({ agentId: null, agentSelector: 'role=gateway', fanout: 'all', maxParallel: 2 });
+    const back = await run([
+      'trigger',
+      'update',
+      id,
+      '--agent',
+      'daemon-test',
+      '--any-ref',
+      '--name',
+      'deploy',
+      '--json',
+    ]);
+    expect(JSON.parse(back.stdout)).toMatchObject({ agentId: agent.agentId, agentSelector: null, allowedRefs: null });
+    // Refused before any call: nothing to change, two flags that contradict; then the coordinator's refusal.
+    expect(await run(['trigger', 'update', id])).toMatchObject({
+      code: 2,
+      stderr: 'drover: nothing to change: give at least one flag (drover trigger update --help lists them)\n',
+    });
+    expect(await run(['trigger', 'update', id, '--sync', '--async'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: give --sync or --async, not both\n',
+    });
+    const refused = await run(['trigger', 'update', id, '--max-parallel', '3']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('maxParallel: is used only with agentSelector');
+
     const deleted = await run(['trigger', 'delete', id]);
     expect(deleted).toMatchObject({ code: 0, stdout: `Deleted the trigger deploy (${id})\n` });
     const again = await run(['trigger', 'delete', id]);

@@ -13,7 +13,8 @@ import { formatFields, formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
-import { agentId, isUuid, pick } from '../session/lookups.js';
+import { agentId, findTrigger, MAX_TRIGGER_NAME_LENGTH } from '../session/lookups.js';
+import { configureTriggerUpdateCommand } from './trigger-update-command.js';
 import { agentNamerFor } from '../agent-names.js';
 import { matchFields, readSelectorMatches } from '../labels/selector-matches.js';
 import { loadSettings } from '../settings.js';
@@ -22,8 +23,6 @@ type Trigger = Schema<'Trigger'>;
 type TriggerType = Trigger['type'];
 
 const TRIGGER_TYPES: readonly TriggerType[] = ['webhook', 'cron', 'slack', 'discord'];
-/** The longest name a trigger may have (the coordinator's), in characters (code points: an emoji is one). */
-const MAX_NAME_LENGTH = 255;
 
 /** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
 const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
@@ -56,8 +55,9 @@ interface CreateFlags {
 }
 
 /**
- * `drover trigger create|list|show|pause|resume|delete`: webhook triggers are made here (cron and
- * chat ones in the dashboard); any trigger is shown, deleted, and a cron trigger paused and resumed.
+ * `drover trigger create|list|show|update|pause|resume|delete`: webhook triggers are made here (cron
+ * and chat ones in the dashboard); any trigger is shown, changed, deleted, and a cron trigger paused
+ * and resumed.
  */
 export function configureTriggerCommand(program: Command, rt: Runtime): void {
   const group = program.command('trigger').description("the organization's triggers (a session)");
@@ -128,8 +128,8 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
     .option('--json', "print the API's answer as JSON (with --all: one trigger a line)")
     .action(async (flags: ListFlags, command: Command) => {
       const type = checkType(flags.type);
-      if (flags.name !== undefined && (flags.name === '' || characterCount(flags.name) > MAX_NAME_LENGTH)) {
-        throw new CliError(`--name: expected 1 to ${MAX_NAME_LENGTH} characters of a trigger's name`);
+      if (flags.name !== undefined && (flags.name === '' || characterCount(flags.name) > MAX_TRIGGER_NAME_LENGTH)) {
+        throw new CliError(`--name: expected 1 to ${MAX_TRIGGER_NAME_LENGTH} characters of a trigger's name`);
       }
       const limit = integerFlag('--limit', flags.limit, 1, PAGE.max);
       if (flags.cursor === '') throw new CliError('--cursor: expected the cursor a previous page printed, got nothing');
@@ -183,6 +183,8 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       rt.out(formatTrigger(trigger, agentName));
       if (trigger.agentSelector !== null) rt.out(await reachedNow(caller, trigger));
     });
+
+  configureTriggerUpdateCommand(group, rt);
 
   for (const [name, enabled] of [
     ['pause', false],
@@ -249,16 +251,6 @@ async function triggerTable(caller: SessionCaller, triggers: Trigger[]): Promise
     t.agentId === null ? selectionCell(t) : agentName(t.agentId),
   ]);
   return formatTable(['ID', 'NAME', 'TYPE', 'MODE', 'WORKFLOW', 'AGENT'], rows);
-}
-
-/** A trigger of the organization, by id (`GET .../triggers/:id`) or by name. */
-async function findTrigger(caller: SessionCaller, value: string): Promise<Trigger> {
-  const path = `/orgs/${await caller.orgId()}/triggers`;
-  if (isUuid(value)) return caller.api.get<Trigger>(`${path}/${value}`);
-  // Only those whose name holds it (a name is at most MAX_NAME_LENGTH long), not every trigger.
-  const named =
-    value === '' || characterCount(value) > MAX_NAME_LENGTH ? [] : await caller.api.get<Trigger[]>(path, { q: value });
-  return pick(named, value, 'trigger', (t) => t.name);
 }
 
 function checkType(type: string | undefined): TriggerType | undefined {

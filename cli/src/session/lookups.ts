@@ -1,4 +1,5 @@
 import type { Schema } from '@drover/shared/api';
+import { characterCount } from '@drover/shared';
 import { ApiError, CliError } from '../errors.js';
 import type { SessionCaller } from '../callers.js';
 
@@ -33,6 +34,21 @@ export function pick<T extends { id: string }>(
   if (named.length === 1) return named[0]!;
   if (named.length > 1) throw new CliError(`${named.length} ${what}s are named \`${value}\`: give the id`);
   throw new CliError(`no ${what} \`${value}\` in the organization`);
+}
+
+/** The longest name a trigger may have (the coordinator's), in characters (code points: an emoji is one). */
+export const MAX_TRIGGER_NAME_LENGTH = 255;
+
+/** A trigger of the organization, by id (`GET .../triggers/:id`) or by name. */
+export async function findTrigger(caller: SessionCaller, value: string): Promise<Schema<'Trigger'>> {
+  const path = `/orgs/${await caller.orgId()}/triggers`;
+  if (isUuid(value)) return caller.api.get<Schema<'Trigger'>>(`${path}/${value}`);
+  // Only those whose name holds it (a name is at most MAX_TRIGGER_NAME_LENGTH long), not every trigger.
+  const named =
+    value === '' || characterCount(value) > MAX_TRIGGER_NAME_LENGTH
+      ? []
+      : await caller.api.get<Schema<'Trigger'>[]>(path, { q: value });
+  return pick(named, value, 'trigger', (t) => t.name);
 }
 
 /** An agent of the organization, by id or name (revoked agents left out of names). */
