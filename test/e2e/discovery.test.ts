@@ -191,6 +191,10 @@ describe('token discovery', () => {
       expect(devices.text).toBe(agents.text);
       expect(devices.headers.get('content-type')).toBe(agents.headers.get('content-type'));
       expect(ids(devices.body)).toEqual([c.agentId, b.agentId, a.agentId]);
+      // The list's JSON, made once, is sent as it is again (until something changes: renamed, below).
+      const again = await get('/agents', token);
+      expect(again.text).toBe(agents.text);
+      expect(again.headers.get('content-type')).toBe('application/json; charset=utf-8');
     });
 
     it("returns the token's own name, scopes, limits and expiry, and nothing else", async () => {
