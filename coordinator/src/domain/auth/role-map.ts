@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { ROLES, type Role } from '@drover/shared';
 import type { RoleMapping } from '../../config/sign-in-config.js';
-import type { AuditLog } from '../audit/audit-log.js';
+import { userAction, type AuditLog } from '../audit/audit-log.js';
 import type { MemberChange, Org, OrgRepository } from '../model/orgs.js';
 import { revocationsOf } from '../orgs/members.js';
 import { isoAt, type Clock } from '../../util/clock.js';
@@ -145,15 +145,7 @@ function record(
   action: 'member.add' | 'member.update' | 'member.remove',
   metadata: Record<string, unknown>,
 ): Promise<void> {
-  return deps.audit.record({
-    orgId,
-    actorType: 'user',
-    actorId: userId,
-    action,
-    targetType: 'user',
-    targetId: userId,
-    metadata,
-  });
+  return deps.audit.record(userAction({ orgId, userId }, action, 'user', userId, metadata));
 }
 
 /** A demoted owner's pending invitations, a viewer's open enrollment tokens, went with the role (OrgRepository.setRole). */
@@ -164,12 +156,7 @@ async function recordRevocations(
   change: MemberChange,
 ): Promise<void> {
   for (const r of revocationsOf(change)) {
-    await deps.audit.record({
-      orgId,
-      actorType: 'user',
-      actorId: userId,
-      ...r,
-      metadata: { ...r.metadata, via: 'sso' },
-    });
+    const metadata = { ...r.metadata, via: 'sso' };
+    await deps.audit.record(userAction({ orgId, userId }, r.action, r.targetType, r.targetId, metadata));
   }
 }
