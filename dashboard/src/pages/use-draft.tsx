@@ -32,7 +32,9 @@ export function useFilterDraft<Filters extends object, Fields extends Record<str
     setDraft((fields) => ({ ...fields, [field]: value }));
   };
   const apply = (next: Partial<Filters>) => {
-    setApplied(fieldsOf(next));
+    const fields = fieldsOf(next);
+    // The same filters leave the address as it is: nothing will come to match them.
+    setApplied(sameFields(fields, fieldsOf(filters)) ? null : fields);
     onApply(next);
   };
   const clear = () => {
