@@ -32,6 +32,7 @@ const ACCOUNTS: Record<string, TestAccount> = {
   kim: { email: 'kim@example.test', groups: ['acme-admins', 'readers'] },
   lea: { email: 'lea@example.test', groups: ['ops'] },
   ivy: { email: 'ivy@example.test', groups: ['ops'] },
+  fay: { email: 'fay@example.test', groups: ['forks'] },
 };
 
 let provider: TestOidcProvider;
@@ -49,6 +50,7 @@ beforeAll(async () => {
         readers: { org: 'acme', role: 'viewer' },
         ghosts: { org: 'no such org', role: 'owner' },
         twins: { org: 'twins', role: 'owner' },
+        forks: { org: 'forks', role: 'member' },
       }),
     },
   });
@@ -253,12 +255,8 @@ describe('single sign-on', () => {
     expect(await member('ivy@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
 
     try {
-      // Out of ops, but in a group whose entry names no single organization (two are called twins,
-      // since the impostor's test): which one it meant is not known, so nothing is withdrawn.
-      ACCOUNTS.lea!.groups = ['twins'];
-      expect((await signIn('lea')).res.status).toBe(303);
-      expect(await member('lea@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
       // In too many groups, Microsoft Entra ID names none but where to read them: nothing withdrawn.
+      ACCOUNTS.lea!.groups = [];
       provider.tamper = ({ groups: _groups, ...claims }) => ({
         ...claims,
         _claim_names: { groups: 'src1' },
@@ -271,7 +269,9 @@ describe('single sign-on', () => {
       }
       expect(await member('lea@example.test')).toMatchObject({ role: 'operator', ssoGroup: 'ops' });
 
-      ACCOUNTS.lea!.groups = [];
+      // Out of ops, in twins, whose entry names no single organization (an impostor made a second
+      // twins above): that keeps nothing of acme, whatever anyone names their organizations.
+      ACCOUNTS.lea!.groups = ['twins'];
       ACCOUNTS.ivy!.groups = ['not in the map'];
       const lea = sessionOf((await signIn('lea')).res)!.slice('drover_session='.length);
       expect((await signIn('ivy')).res.status).toBe(303);
@@ -303,6 +303,25 @@ describe('single sign-on', () => {
       from: 'operator',
       to: 'viewer',
     });
+  });
+
+  it('keeps what the map gave in an organization whose name its entry names, once a second organization has that name', async () => {
+    const forks = await t.owner.post<{ id: string }>('/orgs', { body: { name: 'forks' } });
+    const session = async () => sessionOf((await signIn('fay')).res)!.slice('drover_session='.length);
+    const orgsOf = async (token: string) =>
+      ((await t.api.get('/orgs', { token })).body as { id: string }[]).map((o) => o.id);
+    expect(await orgsOf(await session())).toEqual([forks.body.id]);
+    // Anyone may make a second forks: which one the entry means is not known, so fay stays where she is.
+    const copycat = await outsider(t.owner, t.orgId, 'copycat@elsewhere.test');
+    expect((await copycat.client.post('/orgs', { body: { name: 'forks' } })).status).toBe(201);
+    expect(await orgsOf(await session())).toEqual([forks.body.id]);
+    // Out of the group, she leaves it.
+    ACCOUNTS.fay!.groups = [];
+    try {
+      expect(await orgsOf(await session())).toEqual([]);
+    } finally {
+      ACCOUNTS.fay!.groups = ['forks'];
+    }
   });
 
   it('moves the role when the groups change at the provider, and audits it', async () => {

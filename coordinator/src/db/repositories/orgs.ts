@@ -7,6 +7,7 @@ import type {
   Role,
   RoleChangeRefusal,
   RoleMapMark,
+  RoleMapWithdrawal,
 } from '../../domain/model/orgs.js';
 import { can } from '@drover/shared';
 import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
@@ -63,7 +64,14 @@ const MEMBER_OF = query<MemberRow, [string, string]>(`${MEMBER} WHERE m.org_id =
 const OWNERS = query<{ n: number }, [string]>(
   "SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'",
 );
-const SET_ROLE = command<[Role, string, string]>('UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ?');
+/**
+ * An owner sets the role. Of a membership the role map set, that role is also the one it goes back
+ * to when the map withdraws its grant: the owners' latest word, not the one before it.
+ */
+const SET_ROLE = command<[Role, Role, string, string]>(
+  `UPDATE memberships SET role = ?, role_before_sso = CASE WHEN sso_group IS NULL THEN NULL ELSE ? END
+   WHERE org_id = ? AND user_id = ?`,
+);
 /**
  * The role map sets the role: the membership is the map's from then on, and remembers the role it
  * had before the map first took it (the right-hand sides read the row as it was).
@@ -78,13 +86,22 @@ const SET_ROLE_BACK = command<[Role, string, string]>(
   'UPDATE memberships SET role = ?, sso_group = NULL, role_before_sso = NULL WHERE org_id = ? AND user_id = ?',
 );
 /** The group that set a membership's role, kept current while the role stays (a second group naming the same role). */
-const SET_MAP_GROUP = command<[string, string, string]>(
+const SET_MAP_GROUP = command<[string, string, string, string]>(
   'UPDATE memberships SET sso_group = ? WHERE org_id = ? AND user_id = ? AND sso_group IS NOT NULL AND sso_group <> ?',
 );
-const MAP_MEMBERSHIPS = query<
-  { org_id: string; role: Role; sso_group: string; role_before_sso: Role | null },
-  [string]
->('SELECT org_id, role, sso_group, role_before_sso FROM memberships WHERE user_id = ? AND sso_group IS NOT NULL');
+interface MapMembershipRow {
+  org_id: string;
+  org_name: string;
+  role: Role;
+  sso_group: string;
+  role_before_sso: Role | null;
+}
+const MAP_MEMBERSHIP = `SELECT m.org_id, o.name AS org_name, m.role, m.sso_group, m.role_before_sso
+  FROM memberships m JOIN orgs o ON o.id = m.org_id WHERE m.sso_group IS NOT NULL`;
+const MAP_MEMBERSHIPS = query<MapMembershipRow, [string]>(`${MAP_MEMBERSHIP} AND m.user_id = ?`);
+const MAP_MEMBERSHIP_OF = query<MapMembershipRow, [string, string]>(
+  `${MAP_MEMBERSHIP} AND m.org_id = ? AND m.user_id = ?`,
+);
 const REMOVE = command<[string, string]>('DELETE FROM memberships WHERE org_id = ? AND user_id = ?');
 const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM orgs');
 /** The pending invitations a member sent, revoked when they are no owner any more (inviting is an owner's). */
@@ -112,6 +129,8 @@ const REVOKE_ENROLLMENT_TOKENS_OF = query<
 );
 
 type ChangeOutcome = MemberChange | 'last_owner' | 'not_found';
+/** Who sets a role: an owner, the role map for a group, or the map withdrawing its grant. */
+type Setter = 'owner' | RoleMapMark | 'withdrawn';
 
 /** `refusal` decides whether a role change or removal is refused (the domain's). */
 export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): OrgRepository {
@@ -123,22 +142,27 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
    * be accepted afterwards, on any coordinator (an invitation creation takes the same lock and
    * checks its inviter is an owner: InvitationRepository.create).
    */
-  function* change(
+  function* change(orgId: string, userId: string, next: Role | null, at: string, by: Setter): Flow<ChangeOutcome> {
+    yield* lockOrg(orgId);
+    return yield* changeLocked(orgId, userId, next, at, by);
+  }
+
+  /** `change`, the organization locked already. */
+  function* changeLocked(
     orgId: string,
     userId: string,
     next: Role | null,
     at: string,
-    mark?: RoleMapMark,
+    by: Setter,
   ): Flow<ChangeOutcome> {
-    yield* lockOrg(orgId);
     const current = yield* one(ROLE, [orgId, userId]);
     if (!current) return 'not_found';
     const refused = refusal(current.role, next, (yield* one(OWNERS, [orgId]))?.n ?? 0);
     if (refused) return refused;
     if (next === null) yield* run(REMOVE, [orgId, userId]);
-    else if (mark === undefined) yield* run(SET_ROLE, [next, orgId, userId]);
-    else if (mark === 'withdrawn') yield* run(SET_ROLE_BACK, [next, orgId, userId]);
-    else yield* run(SET_ROLE_BY_MAP, [next, mark.group, orgId, userId]);
+    else if (by === 'owner') yield* run(SET_ROLE, [next, next, orgId, userId]);
+    else if (by === 'withdrawn') yield* run(SET_ROLE_BACK, [next, orgId, userId]);
+    else yield* run(SET_ROLE_BY_MAP, [next, by.group, orgId, userId]);
     const revokedEnrollmentTokens =
       next === null || !can(next, 'agents.enroll')
         ? yield* all(REVOKE_ENROLLMENT_TOKENS_OF, { at, orgId, userId })
@@ -152,6 +176,19 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
       expiresAt: r.expires_at,
     }));
     return { revokedInvitations, revokedEnrollmentTokens };
+  }
+
+  /**
+   * Withdraws the role map's grant, as the membership is once the organization is locked: nothing
+   * when it is not the map's any more (an owner removed the member and invited them back meanwhile).
+   */
+  function* withdraw(orgId: string, userId: string, at: string): Flow<RoleMapWithdrawal | 'last_owner' | 'not_found'> {
+    yield* lockOrg(orgId);
+    const held = yield* one(MAP_MEMBERSHIP_OF, [orgId, userId]);
+    if (!held) return 'not_found';
+    const outcome = yield* changeLocked(orgId, userId, held.role_before_sso, at, 'withdrawn');
+    if (typeof outcome !== 'object') return outcome;
+    return { ...outcome, from: held.role, to: held.role_before_sso, group: held.sso_group };
   }
 
   return {
@@ -185,7 +222,10 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
       return (await db.run(ADD_MEMBER, [orgId, userId, role, at, mark?.group ?? null])) === 1;
     },
     setRole(orgId, userId, role, at, mark) {
-      return db.transaction(() => change(orgId, userId, role, at, mark));
+      return db.transaction(() => change(orgId, userId, role, at, mark ?? 'owner'));
+    },
+    withdrawRoleMap(orgId, userId, at) {
+      return db.transaction(() => withdraw(orgId, userId, at));
     },
     async keepMapGroup(orgId, userId, group) {
       await db.run(SET_MAP_GROUP, [group, orgId, userId, group]);
@@ -193,13 +233,14 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
     async listRoleMapMemberships(userId) {
       return (await db.all(MAP_MEMBERSHIPS, [userId])).map((r) => ({
         orgId: r.org_id,
+        orgName: r.org_name,
         role: r.role,
         group: r.sso_group,
         roleBefore: r.role_before_sso,
       }));
     },
     removeMember(orgId, userId, at) {
-      return db.transaction(() => change(orgId, userId, null, at));
+      return db.transaction(() => change(orgId, userId, null, at, 'owner'));
     },
     async count() {
       return (await db.one(COUNT, []))?.n ?? 0;

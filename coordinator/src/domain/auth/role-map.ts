@@ -15,17 +15,27 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * must not receive the group's members, docs/sso.md), and the coordinator logs a warning.
  */
 export async function mappedOrg(orgs: OrgRepository, logger: Logger, org: string, group: string): Promise<Org | null> {
+  return (await resolveMappedOrg(orgs, logger, org, group)).org;
+}
+
+/** mappedOrg, saying also whether the entry names by a name several organizations have. */
+async function resolveMappedOrg(
+  orgs: OrgRepository,
+  logger: Logger,
+  org: string,
+  group: string,
+): Promise<{ org: Org | null; ambiguous: boolean }> {
   const found = UUID.test(org)
     ? [await orgs.findById(org.toLowerCase())].filter((o): o is Org => o !== null)
     : await orgs.listByName(org, 2);
-  if (found.length === 1) return found[0]!;
+  if (found.length === 1) return { org: found[0]!, ambiguous: false };
   logger.warn(
     { org, group },
     found.length === 0
       ? 'single sign-on: the role map names an organization that does not exist'
       : 'single sign-on: the role map names an organization by a name several organizations have; name it by its id',
   );
-  return null;
+  return { org: null, ambiguous: found.length > 1 };
 }
 
 export interface RoleMapDeps {
@@ -42,9 +52,10 @@ export interface RoleMapDeps {
  * when several name one organization), or are moved to it; the membership is the map's from then
  * on. A membership of the map's that none of their groups names any more loses the map's grant:
  * the member is removed when the map added them, or given back the role they had before it (never
- * the last owner). That step is skipped while an entry of one of their groups names no single
- * organization (an organization missing, or a name two share: which one it meant is not known),
- * and when the provider did not send all their groups.
+ * the last owner). Not in an organization whose name an entry of their groups names while several
+ * organizations have it (which one it meant is not known; anyone may make an organization of any
+ * name, and a copy must not keep the map from withdrawing elsewhere), and not at all when the
+ * provider did not send all their groups.
  * Organizations the map never touched are left as they are. Each change is audited.
  */
 export async function applyRoleMap(
@@ -62,23 +73,23 @@ export async function applyRoleMap(
   // By organization, once each entry is resolved: one map may name an organization by its id in
   // one entry and by its name in another.
   const wanted = new Map<string, { org: Org; role: Role; group: string }>();
-  let unresolved = false;
+  // Names that several organizations have: which one an entry naming it meant is not known.
+  const ambiguous = new Set<string>();
   for (const group of groups) {
     const mapping: RoleMapping | undefined = roleMap[group];
     if (!mapping) continue;
-    const org = await mappedOrg(orgs, logger, mapping.org, group);
-    if (!org) {
-      unresolved = true;
-      continue;
-    }
+    const resolved = await resolveMappedOrg(orgs, logger, mapping.org, group);
+    if (resolved.ambiguous) ambiguous.add(mapping.org);
+    const org = resolved.org;
+    if (!org) continue;
     const before = wanted.get(org.id);
     if (!before || ROLES.indexOf(mapping.role) < ROLES.indexOf(before.role))
       wanted.set(org.id, { org, role: mapping.role, group });
   }
   for (const grant of wanted.values()) await grantRole(deps, userId, email, grant);
-  if (unresolved || !signedIn.allGroupsKnown) return;
+  if (!signedIn.allGroupsKnown) return;
   for (const held of await orgs.listRoleMapMemberships(userId)) {
-    if (!wanted.has(held.orgId)) await withdraw(deps, userId, email, held);
+    if (!wanted.has(held.orgId) && !ambiguous.has(held.orgName)) await withdraw(deps, userId, email, held.orgId);
   }
 }
 
@@ -108,34 +119,24 @@ async function grantRole(
   }
 }
 
-async function withdraw(
-  deps: RoleMapDeps,
-  userId: string,
-  email: string,
-  held: { orgId: string; role: Role; group: string; roleBefore: Role | null },
-): Promise<void> {
+async function withdraw(deps: RoleMapDeps, userId: string, email: string, orgId: string): Promise<void> {
   const { orgs, clock, logger } = deps;
-  const metadata = { email, via: 'sso', group: held.group, reason: 'sso_group_left' };
-  const at = isoAt(clock.now());
-  const outcome =
-    held.roleBefore === null
-      ? await orgs.removeMember(held.orgId, userId, at)
-      : await orgs.setRole(held.orgId, userId, held.roleBefore, at, 'withdrawn');
-  if (typeof outcome !== 'object') {
-    if (outcome === 'last_owner') {
-      logger.warn(
-        { orgId: held.orgId, userId, group: held.group },
-        "single sign-on: the user's groups no longer name this organization, but they are its last owner: kept",
-      );
-    }
+  const outcome = await orgs.withdrawRoleMap(orgId, userId, isoAt(clock.now()));
+  if (outcome === 'not_found') return; // not the map's any more
+  if (outcome === 'last_owner') {
+    logger.warn(
+      { orgId, userId },
+      "single sign-on: the user's groups no longer name this organization, but they are its last owner: kept",
+    );
     return;
   }
-  if (held.roleBefore === null) {
-    await record(deps, held.orgId, userId, 'member.remove', { ...metadata, role: held.role });
-  } else if (held.roleBefore !== held.role) {
-    await record(deps, held.orgId, userId, 'member.update', { ...metadata, from: held.role, to: held.roleBefore });
+  const metadata = { email, via: 'sso', group: outcome.group, reason: 'sso_group_left' };
+  if (outcome.to === null) {
+    await record(deps, orgId, userId, 'member.remove', { ...metadata, role: outcome.from });
+  } else if (outcome.to !== outcome.from) {
+    await record(deps, orgId, userId, 'member.update', { ...metadata, from: outcome.from, to: outcome.to });
   }
-  await recordRevocations(deps, held.orgId, userId, outcome);
+  await recordRevocations(deps, orgId, userId, outcome);
 }
 
 function record(

@@ -21,16 +21,23 @@ export interface Member {
   ssoGroup: string | null;
 }
 
-/**
- * Who sets a role, when not an owner: the single sign-on role map, for `group` (the membership is
- * the map's from then on), or the map withdrawing its grant (`withdrawn`: the role given back is
- * the owners' to manage again). docs/sso.md, "The role map".
- */
-export type RoleMapMark = { group: string } | 'withdrawn';
+/** The role map sets a role, for `group`: the membership is the map's from then on (docs/sso.md, "The role map"). */
+export interface RoleMapMark {
+  group: string;
+}
+
+/** The role map's grant withdrawn: the member removed (`to` null) or given back the role before. */
+export interface RoleMapWithdrawal extends MemberChange {
+  from: Role;
+  to: Role | null;
+  /** The group that had set the role. */
+  group: string;
+}
 
 /** A membership whose role the role map set. */
 export interface RoleMapMembership {
   orgId: string;
+  orgName: string;
   role: Role;
   group: string;
   /** The role before the map first set it; null when the map added the member. */
@@ -85,7 +92,8 @@ export interface OrgRepository {
   /**
    * Changes a role; refuses to demote the last owner. A member who is no owner afterwards loses
    * the pending invitations they sent (revoked at `at`), in the same transaction. `mark`: the role
-   * map sets it, or withdraws its grant; an owner's change leaves the membership's mark as it is.
+   * map sets it; without, an owner does, and of a membership the map set, that role is also the
+   * one the map's withdrawal gives back.
    */
   setRole(
     orgId: string,
@@ -94,6 +102,12 @@ export interface OrgRepository {
     at: string,
     mark?: RoleMapMark,
   ): Promise<MemberChange | 'last_owner' | 'not_found'>;
+  /**
+   * Withdraws the role map's grant (the membership as it is under the organization's lock): removes
+   * a member the map added, gives one it moved their role before; refuses for the last owner;
+   * `not_found` when the membership is not the map's (any more).
+   */
+  withdrawRoleMap(orgId: string, userId: string, at: string): Promise<RoleMapWithdrawal | 'last_owner' | 'not_found'>;
   /** Names `group` as the one that set a role the map set before, when another group did. */
   keepMapGroup(orgId: string, userId: string, group: string): Promise<void>;
   /** The user's memberships whose role the role map set. */

@@ -152,41 +152,65 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.setRole(orgId, member, 'owner', AT)).toBe('not_found');
   });
 
-  it('marks the memberships the role map sets, keeps the role they had before it, and gives it back when it withdraws', async () => {
+  it("marks the memberships the role map sets, keeps the role before it (an owner's latest), and gives it back when it withdraws", async () => {
     const owner = await user('map-owner@example.test');
-    const [added, invited] = [await user('added@example.test'), await user('invited@example.test')];
+    const [added, invited, kept] = [
+      await user('added@example.test'),
+      await user('invited@example.test'),
+      await user('kept@example.test'),
+    ];
     const orgId = newId();
     await t.repos.orgs.create({ id: orgId, name: 'mapped', createdAt: AT }, owner);
     expect(await t.repos.orgs.addMember(orgId, added, 'operator', AT, { group: 'ops' })).toBe(true);
     await t.repos.orgs.addMember(orgId, invited, 'viewer', AT);
+    await t.repos.orgs.addMember(orgId, kept, 'owner', AT);
     expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([]);
 
     // The map moves the invited viewer twice: the role before is the first one, the group the last.
     await t.repos.orgs.setRole(orgId, invited, 'operator', AT, { group: 'ops' });
     await t.repos.orgs.setRole(orgId, invited, 'member', AT, { group: 'devs' });
     await t.repos.orgs.keepMapGroup(orgId, invited, 'staff');
-    // An owner's change leaves the mark; keeping the group of a membership the map never set does nothing.
-    await t.repos.orgs.setRole(orgId, added, 'member', AT);
+    // An owner's change leaves the mark and is what a withdrawal gives back; keeping the group of a
+    // membership the map never set does nothing.
+    await t.repos.orgs.setRole(orgId, kept, 'member', AT, { group: 'ops' });
+    await t.repos.orgs.setRole(orgId, kept, 'viewer', AT);
     await t.repos.orgs.keepMapGroup(orgId, owner, 'ops');
+    const mapped = { orgId, orgName: 'mapped' };
     expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([
-      { orgId, role: 'member', group: 'staff', roleBefore: 'viewer' },
+      { ...mapped, role: 'member', group: 'staff', roleBefore: 'viewer' },
     ]);
-    expect(await t.repos.orgs.listRoleMapMemberships(added)).toEqual([
-      { orgId, role: 'member', group: 'ops', roleBefore: null },
+    expect(await t.repos.orgs.listRoleMapMemberships(kept)).toEqual([
+      { ...mapped, role: 'viewer', group: 'ops', roleBefore: 'viewer' },
     ]);
     expect((await t.repos.orgs.listMembers(orgId)).map((m) => [m.email, m.ssoGroup])).toEqual([
       ['added@example.test', 'ops'],
       ['invited@example.test', 'staff'],
+      ['kept@example.test', 'ops'],
       ['map-owner@example.test', null],
     ]);
 
-    await t.repos.orgs.setRole(orgId, invited, 'viewer', later(1), 'withdrawn');
-    expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([]);
+    const none = { revokedInvitations: [], revokedEnrollmentTokens: [] };
+    expect(await t.repos.orgs.withdrawRoleMap(orgId, invited, later(1))).toEqual({
+      ...none,
+      from: 'member',
+      to: 'viewer',
+      group: 'staff',
+    });
     expect(await t.repos.orgs.findMember(orgId, invited)).toMatchObject({ role: 'viewer', ssoGroup: null });
+    expect(await t.repos.orgs.withdrawRoleMap(orgId, invited, later(1))).toBe('not_found');
+    expect(await t.repos.orgs.withdrawRoleMap(orgId, added, later(1))).toEqual({
+      ...none,
+      from: 'operator',
+      to: null,
+      group: 'ops',
+      revokedEnrollmentTokens: [],
+    });
+    expect(await t.repos.orgs.findMember(orgId, added)).toBeNull();
+    expect(await t.repos.orgs.withdrawRoleMap(orgId, owner, later(1))).toBe('not_found');
     // Set by the map again later, the role before is the one it had then.
     await t.repos.orgs.setRole(orgId, invited, 'owner', later(2), { group: 'ops' });
     expect(await t.repos.orgs.listRoleMapMemberships(invited)).toEqual([
-      { orgId, role: 'owner', group: 'ops', roleBefore: 'viewer' },
+      { ...mapped, role: 'owner', group: 'ops', roleBefore: 'viewer' },
     ]);
   });
 });
