@@ -159,7 +159,10 @@ describe('drover management commands', () => {
     });
     // Onto a selector (a batch unless --fanout says otherwise), then back onto the agent by its name.
     const onSelector = ['--workflow', 'deploy', '--selector', 'role=gateway', '--max-parallel', '2'];
-    expect((await run(['trigger', 'update', id, ...onSelector])).code).toBe(0);
+    expect(await run(['trigger', 'update', id, ...onSelector])).toMatchObject({
+      code: 0,
+      stdout: `Changed the trigger deploy main (${id}): agentSelector, maxParallel, scopeType, workflowName, fanout\n`,
+    });
     expect(await read()).toMatchObject({ agentId: null, agentSelector: 'role=gateway', fanout: 'all', maxParallel: 2 });
     const back = await run([
       'trigger',

@@ -2,7 +2,7 @@ import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
-import { CliError } from '../errors.js';
+import { ApiError, CliError } from '../errors.js';
 import { integerFlag } from '../integer-flag.js';
 import { oneSelector, parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
@@ -79,14 +79,28 @@ export function configureTriggerUpdateCommand(group: Command, rt: Runtime): void
       }
       const change = changeOf(flags);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-      const trigger = await findTrigger(caller, value);
-      if (flags.selector !== undefined && flags.fanout === undefined && trigger.agentSelector === null) {
-        change.fanout = 'all'; // as `trigger create --selector` does
-      }
       if (flags.agent !== undefined) change.agentId = await agentId(caller, flags.agent);
-      const changed = await caller.api.patch<Trigger>(`/orgs/${await caller.orgId()}/triggers/${trigger.id}`, change);
+      let trigger = await findTrigger(caller, value);
+      const path = `/orgs/${await caller.orgId()}/triggers/${trigger.id}`;
+      let changed: Trigger | undefined;
+      let sent: TriggerChange = change;
+      for (let attempt = 1; changed === undefined; attempt++) {
+        // Onto a selector from an agent, a batch unless --fanout says otherwise, as `trigger create
+        // --selector` makes it; decided from the trigger as read, so sent only onto that version
+        // (If-Match): moved meanwhile, it is read again and decided again.
+        const inferred = flags.selector !== undefined && flags.fanout === undefined && trigger.agentSelector === null;
+        const body: TriggerChange = inferred ? { ...change, fanout: 'all' } : change;
+        const headers: Record<string, string> = inferred ? { 'if-match': `"${trigger.updatedAt}"` } : {};
+        try {
+          changed = (await caller.api.call<Trigger>('PATCH', path, { body, headers })).body;
+          sent = body;
+        } catch (error) {
+          if (!(error instanceof ApiError && error.status === 412) || attempt === 3) throw error;
+          trigger = await caller.api.get<Trigger>(path);
+        }
+      }
       if (flags.json) return printJson(rt, changed);
-      rt.out(`Changed the trigger ${changed.name} (${changed.id}): ${Object.keys(change).join(', ')}\n`);
+      rt.out(`Changed the trigger ${changed.name} (${changed.id}): ${Object.keys(sent).join(', ')}\n`);
     });
 }
 
