@@ -14,7 +14,7 @@ import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId, findTrigger, MAX_TRIGGER_NAME_LENGTH } from '../session/lookups.js';
-import { configureTriggerUpdateCommand } from './trigger-update-command.js';
+import { configureTriggerUpdateCommand, RESPONSE_TIMEOUT_BOUNDS, type TriggerFlags } from './trigger-update-command.js';
 import { agentNamerFor } from '../agent-names.js';
 import { matchFields, readSelectorMatches } from '../labels/selector-matches.js';
 import { loadSettings } from '../settings.js';
@@ -23,9 +23,6 @@ type Trigger = Schema<'Trigger'>;
 type TriggerType = Trigger['type'];
 
 const TRIGGER_TYPES: readonly TriggerType[] = ['webhook', 'cron', 'slack', 'discord'];
-
-/** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
-const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
 
 /** The coordinator's page of triggers: this command's default, and its most. */
 const PAGE = { default: 100, max: 500 };
@@ -39,19 +36,8 @@ interface ListFlags {
   json?: boolean;
 }
 
-interface CreateFlags {
+interface CreateFlags extends TriggerFlags {
   name: string;
-  agent?: string;
-  selector?: string;
-  fanout?: string;
-  maxParallel?: string;
-  workflow?: string;
-  anyWorkflow?: boolean;
-  sync?: boolean;
-  responseTimeout?: string;
-  allowedRef?: string[];
-  allowDebug?: boolean;
-  json?: boolean;
 }
 
 /**

@@ -15,10 +15,10 @@ type Trigger = Schema<'Trigger'>;
 type TriggerChange = RequestBody<'updateTrigger'>;
 
 /** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
-const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
+export const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
 
-interface UpdateFlags {
-  name?: string;
+/** The flags `drover trigger create` and `drover trigger update` share. */
+export interface TriggerFlags {
   agent?: string;
   selector?: string;
   fanout?: string;
@@ -26,13 +26,17 @@ interface UpdateFlags {
   workflow?: string;
   anyWorkflow?: boolean;
   sync?: boolean;
-  async?: boolean;
   responseTimeout?: string;
   allowedRef?: string[];
-  anyRef?: boolean;
   allowDebug?: boolean;
-  refuseDebug?: boolean;
   json?: boolean;
+}
+
+interface UpdateFlags extends TriggerFlags {
+  name?: string;
+  async?: boolean;
+  anyRef?: boolean;
+  refuseDebug?: boolean;
 }
 
 /** Pairs of flags of which at most one may be given. */
