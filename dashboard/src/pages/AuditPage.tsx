@@ -63,6 +63,7 @@ export function AuditPage() {
     const params = new URLSearchParams();
     for (const key of AUDIT_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
     setSearch(params);
+    return params.toString();
   };
   return (
     <section aria-labelledby="audit-heading">
@@ -301,7 +302,7 @@ const auditFields = (filters: AuditFilters) => ({
 function AuditFiltersForm(props: {
   address: string;
   filters: AuditFilters;
-  onApply: (filters: AuditFilters) => void;
+  onApply: (filters: AuditFilters) => string;
   /** The name of the one actor whose entries are shown (the address's `actorId`). */
   actorName: string | undefined;
 }) {
@@ -349,7 +350,7 @@ function AuditFiltersForm(props: {
       {filters.actorId && (
         <span>
           Only by <strong>{props.actorName}</strong>{' '}
-          <button type="button" onClick={() => props.onApply({ ...filters, actorId: undefined })}>
+          <button type="button" onClick={() => apply({ ...filters, actorId: undefined })}>
             Anyone
           </button>
         </span>

@@ -45,6 +45,7 @@ export function JobsPage() {
     const params = new URLSearchParams();
     for (const key of JOB_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
     setSearch(params);
+    return params.toString();
   };
   return (
     <section aria-labelledby="jobs-heading">
@@ -146,7 +147,7 @@ function JobFiltersForm(props: {
   agentNames: Map<string, string>;
   /** The names of the triggers known (that of the chosen one among them, once read). */
   triggerNames: Map<string, string>;
-  onApply: (filters: JobFilters) => void;
+  onApply: (filters: JobFilters) => string;
 }) {
   const { filters } = props;
   const { draft, setDraft, set, apply, clear } = useFilterDraft(jobFields, filters, props.address, props.onApply);
