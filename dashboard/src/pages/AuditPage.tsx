@@ -1,6 +1,6 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode } from 'react';
-import { Link, useSearchParams } from 'react-router';
+import { Link } from 'react-router';
 import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
 import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
 import { emailsOf, membersQuery } from '../api/jobs';
@@ -10,7 +10,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 
 import { NotFoundPage } from './NotFoundPage';
-import { FilterButtons, useFilterDraft } from './use-draft';
+import { FilterButtons, useAddressFilters, useFilterDraft } from './use-draft';
 import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
@@ -19,13 +19,8 @@ import { Ago } from '../components/Ago';
 /** The organization's audit log (owners only), newest first, filtered by the address's search parameters. */
 export function AuditPage() {
   const { orgId, org, loaded } = useOrg();
-  const [search, setSearch] = useSearchParams();
+  const { search, filters, address, apply } = useAddressFilters(AUDIT_FILTER_KEYS);
   const mayManage = allows(org, 'audit.read');
-  const filters: AuditFilters = {};
-  for (const key of AUDIT_FILTER_KEYS) {
-    const value = search.get(key);
-    if (value) filters[key] = value;
-  }
   const entries = useInfiniteQuery(auditQuery(orgId, filters, mayManage));
   const agentIds = (entries.data?.pages ?? []).flatMap((p) => p.items.flatMap(agentIdsOf));
   const agents = useQuery({ ...agentNamesQuery(orgId, agentIds), refetchInterval: false });
@@ -59,17 +54,11 @@ export function AuditPage() {
     },
   };
   const rows = entries.data?.pages.flatMap((p) => p.items) ?? [];
-  const apply = (next: AuditFilters) => {
-    const params = new URLSearchParams();
-    for (const key of AUDIT_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
-    setSearch(params);
-    return params.toString();
-  };
   return (
     <section aria-labelledby="audit-heading">
       <h1 id="audit-heading">Audit log</h1>
       <AuditFiltersForm
-        address={search.toString()}
+        address={address}
         filters={filters}
         onApply={apply}
         actorName={filters.actorId ? actorName(filters.actorId, names) : undefined}

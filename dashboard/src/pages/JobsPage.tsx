@@ -1,6 +1,6 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { type FormEvent } from 'react';
-import { Link, useSearchParams } from 'react-router';
+import { Link } from 'react-router';
 import { emailsOf, JOB_FILTER_KEYS, JOB_SOURCES, JOB_STATUSES, jobsQuery, membersQuery } from '../api/jobs';
 import { triggerNamesOf, triggerNamesQuery, type TriggerNames } from '../api/triggers';
 import type { JobFilters } from '../api/jobs';
@@ -15,7 +15,7 @@ import { TriggerPicker } from '../components/TriggerPicker';
 import { TriggerName } from '../components/TriggerName';
 import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
-import { FilterButtons, useFilterDraft } from './use-draft';
+import { FilterButtons, useAddressFilters, useFilterDraft } from './use-draft';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
@@ -24,12 +24,7 @@ import { Ago } from '../components/Ago';
 /** The organization's trigger jobs, newest first, filtered by the address's search parameters. */
 export function JobsPage() {
   const { orgId, org, loaded } = useOrg();
-  const [search, setSearch] = useSearchParams();
-  const filters: JobFilters = {};
-  for (const key of JOB_FILTER_KEYS) {
-    const value = search.get(key);
-    if (value) filters[key] = value;
-  }
+  const { filters, address, apply } = useAddressFilters(JOB_FILTER_KEYS);
   const jobs = useInfiniteQuery(jobsQuery(orgId, filters));
   const rows = jobs.data?.pages.flatMap((p) => p.items) ?? [];
   const agents = useQuery(agentNamesQuery(orgId, [...rows.map((job) => job.agentId), filters.agentId]));
@@ -40,12 +35,6 @@ export function JobsPage() {
     agents: agents.data ?? new Map<string, string>(),
     triggers: triggerNamesOf(triggers),
     emails: emailsOf(members.data),
-  };
-  const apply = (next: JobFilters) => {
-    const params = new URLSearchParams();
-    for (const key of JOB_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
-    setSearch(params);
-    return params.toString();
   };
   return (
     <section aria-labelledby="jobs-heading">
@@ -60,7 +49,7 @@ export function JobsPage() {
         </p>
       )}
       <JobFiltersForm
-        address={search.toString()}
+        address={address}
         filters={filters}
         orgId={orgId}
         agentNames={names.agents}

@@ -1,4 +1,26 @@
 import { useEffect, useState, type ChangeEvent } from 'react';
+import { useSearchParams } from 'react-router';
+
+/**
+ * A list page's filters, kept in the address's search parameters `keys` (empty ones left out):
+ * the filters as the address has them, the address's search itself, and `apply(filters)`, which
+ * goes to the address of other filters and returns its search (a filter form's `onApply`).
+ */
+export function useAddressFilters<Key extends string>(keys: readonly Key[]) {
+  const [search, setSearch] = useSearchParams();
+  const filters: Partial<Record<Key, string>> = {};
+  for (const key of keys) {
+    const value = search.get(key);
+    if (value) filters[key] = value;
+  }
+  const apply = (next: Partial<Record<Key, string>>) => {
+    const params = new URLSearchParams();
+    for (const key of keys) if (next[key]) params.set(key, next[key]);
+    setSearch(params);
+    return params.toString();
+  };
+  return { search, filters, address: search.toString(), apply };
+}
 
 /**
  * A filter form's draft: its fields as typed, drawn by `fieldsOf` from the filters in the address,
