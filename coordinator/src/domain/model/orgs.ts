@@ -88,7 +88,7 @@ export interface OrgRepository {
    * Adds a user as a member; false when they are one already. For tests and tools: people join
    * by accepting an invitation (InvitationRepository.accept).
    */
-  addMember(orgId: string, userId: string, role: Role, at: string, mark?: { group: string }): Promise<boolean>;
+  addMember(orgId: string, userId: string, role: Role, at: string, mark?: RoleMapMark): Promise<boolean>;
   /**
    * Changes a role; refuses to demote the last owner. A member who is no owner afterwards loses
    * the pending invitations they sent (revoked at `at`), in the same transaction. `mark`: the role
