@@ -66,7 +66,7 @@ export const ErrorCodes = {
   precondition_failed: {
     status: 412,
     description:
-      'The resource was changed after the version `If-Match` names (its `ETag`); nothing was changed. `details.updatedAt` is its version now: read it again.',
+      "The resource was changed after the version `If-Match` names (its `ETag`); nothing was changed. `details` has its version now (a trigger's `updatedAt`, an agent's `revision`): read it again.",
   },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   unsupported_encoding: {

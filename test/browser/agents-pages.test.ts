@@ -306,4 +306,47 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     expect(workflowsAsked).toEqual([]);
     expect(owner.problems).toEqual([]);
   });
+
+  it("keeps the labels set elsewhere while the labels form was open: the save is refused, and the form's changes made onto them", async () => {
+    const agent = fleet[51]!;
+    const path = `/orgs/${t.orgId}/agents/${agent.agentId}`;
+    expect((await t.owner.patch(path, { body: { labels: { site: 'munich', rack: 'r1' } } })).status).toBe(200);
+    await page().goto(path);
+    await page().getByRole('button', { name: 'Edit labels' }).click();
+    const form = page().getByRole('form', { name: "Edit the operators' labels of kiosk-051" });
+    const label = (n: number) => form.getByRole('group', { name: `Label ${n}` });
+    const rowsShown = async () => {
+      const shown: string[] = [];
+      for (let n = 1; n <= (await form.getByRole('group').count()); n++) {
+        shown.push(
+          `${await label(n).getByLabel('Key').inputValue()}=${await label(n).getByLabel('Value').inputValue()}`,
+        );
+      }
+      return shown;
+    };
+    expect(await rowsShown()).toEqual(['rack=r1', 'site=munich']);
+    await label(1).getByLabel('Value').fill('r2');
+    await form.getByRole('button', { name: 'Remove label 2' }).click();
+    // Meanwhile a script adds a label of its own.
+    const script = await t.owner.patch(path, { body: { labels: { rack: 'r1', site: 'munich', tier: 'gold' } } });
+    expect(script.status, script.text).toBe(200);
+
+    await form.getByRole('button', { name: 'Save labels' }).click();
+    const alert = form.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.innerText()).toContain(
+      "Nothing was saved: the operators' labels of this agent were changed elsewhere since this form opened.",
+    );
+    expect((await t.owner.get(path)).body.operatorLabels).toEqual({ rack: 'r1', site: 'munich', tier: 'gold' });
+    await expectAccessible(page(), 'the labels form refused as made from labels changed since');
+
+    // The form's changes (rack changed, site removed) made onto the labels as they are now.
+    await alert.getByRole('button', { name: 'Make my changes onto its labels as they are now' }).click();
+    await form.getByRole('status').waitFor();
+    expect(await form.getByRole('alert').count()).toBe(0);
+    expect(await rowsShown()).toEqual(['rack=r2', 'tier=gold']);
+    await form.getByRole('button', { name: 'Save labels' }).click();
+    await page().getByRole('status').filter({ hasText: 'Labels saved.' }).waitFor();
+    expect((await t.owner.get(path)).body.operatorLabels).toEqual({ rack: 'r2', tier: 'gold' });
+  });
 });

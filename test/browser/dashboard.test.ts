@@ -32,6 +32,7 @@ import { eventually } from '../helpers/poll.js';
 import { AGENT_DIRECTORY_REFRESH_MS, JOBS_REFRESH_MS, LIVE_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 import {
   labelsOf,
+  rebaseLabels,
   newRow,
   rowProblems,
   rowsOf,
@@ -668,6 +669,18 @@ describe("the rows of an agent's Edit labels form", () => {
     expect(rowProblems(rows).size).toBe(0);
     expect(rowsOf({ site: 'x', arch: 'y' }).map((r) => r.key)).toEqual(['arch', 'site']);
     expect(rowsProblem(Array.from({ length: 33 }, (_, i) => newRow(`k${i}`, 'v')))).toBe('at most 32 labels, got 33');
+  });
+
+  it('makes the changes the rows made to the labels they were made from onto the labels as they are now', () => {
+    const base = { rack: 'r1', site: 'munich', old: 'x' };
+    const mine = { rack: 'r2', old: 'x', new: 'y' };
+    // Another change set tier, removed old and changed site, which the rows removed.
+    expect(rebaseLabels(mine, base, { rack: 'r1', site: 'kiel', tier: 'gold' })).toEqual({
+      rack: 'r2',
+      tier: 'gold',
+      new: 'y',
+    });
+    expect(rebaseLabels(base, base, { tier: 'gold' })).toEqual({ tier: 'gold' });
   });
 
   it("puts each of the coordinator's details on the row of the key it names, the rest above the form", () => {

@@ -16,6 +16,7 @@ const AGENT_FIELDS = [
   'operatorLabels',
   'os',
   'reportedLabels',
+  'revision',
   'status',
 ];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
@@ -141,6 +142,46 @@ describe('agent management', () => {
     expect(long.body.details).toEqual([
       expect.objectContaining({ path: 'querystring.selector', message: expect.stringContaining('1024') }),
     ]);
+  });
+
+  it("counts operators' changes as its revision, sent as ETag; a change from an older one is refused with 412", async () => {
+    const path = `/orgs/${t.orgId}/agents/${second.agentId}`;
+    const read = await member.get(path);
+    expect(read.headers.get('etag')).toBe(`"${read.body.revision}"`);
+    // A script adds a label while a person has the labels form open: the form's save is refused.
+    const script = await member.patch(path, {
+      body: { labels: { ...read.body.operatorLabels, rack: 'r4' } },
+      headers: { 'if-match': read.headers.get('etag')! },
+    });
+    expect(script.status, script.text).toBe(200);
+    expect(script.body.revision).toBe(read.body.revision + 1);
+    expect(script.headers.get('etag')).toBe(`"${script.body.revision}"`);
+    const form = await t.owner.patch(path, {
+      body: { labels: { site: 'kiel' }, name: 'from-the-form' },
+      headers: { 'if-match': read.headers.get('etag')! },
+    });
+    expect(form.status, form.text).toBe(412);
+    expect(form.body).toMatchObject({ code: 'precondition_failed', details: { revision: script.body.revision } });
+    expect((await member.get(path)).body).toEqual(script.body);
+    // Read again, it goes in: labels and name in one change, one revision, each audited.
+    const again = await t.owner.patch(path, {
+      body: { labels: { site: 'kiel' }, name: 'from-the-form' },
+      headers: { 'if-match': script.headers.get('etag')! },
+    });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toMatchObject({ name: 'from-the-form', operatorLabels: { site: 'kiel' } });
+    expect(again.body.revision).toBe(script.body.revision + 1);
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?targetId=${second.agentId}`);
+    expect(audit.body.slice(0, 2).map((e: { action: string }) => e.action)).toEqual(['agent.rename', 'agent.labels']);
+    // A change that changes nothing counts nothing; `*` or none take the agent as it is.
+    const same = await t.owner.patch(path, { body: { name: 'from-the-form' }, headers: { 'if-match': '*' } });
+    expect(same.body.revision).toBe(again.body.revision);
+    expect((await t.owner.patch(path, { body: { labels: {} } })).body.revision).toBe(again.body.revision + 1);
+    for (const tag of ['W/"1"', '1']) {
+      const res = await t.owner.patch(path, { body: { name: 'x' }, headers: { 'if-match': tag } });
+      expect(res.status, tag).toBe(400);
+      expect(res.body.message).toContain('If-Match must be one ETag of the agent');
+    }
   });
 
   it('refuses labels past the rules with 422 naming the label, from operators and agents alike', async () => {

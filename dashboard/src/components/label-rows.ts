@@ -40,6 +40,17 @@ export function labelsOf(rows: readonly LabelRow[]): Record<string, string> {
   return labels;
 }
 
+/**
+ * The changes `mine` made to `base` (labels set, changed or removed), made onto `theirs` instead:
+ * what a form's rows become when another change replaced the labels they were made from.
+ */
+export function rebaseLabels(mine: Labels, base: Labels, theirs: Labels): Record<string, string> {
+  const labels: Record<string, string> = { ...theirs };
+  for (const key of Object.keys(base)) if (!Object.hasOwn(mine, key)) delete labels[key];
+  for (const [key, value] of Object.entries(mine)) if (base[key] !== value) labels[key] = value;
+  return labels;
+}
+
 /** The problems of the rows, by row id: a row without a key, a key or value the rules refuse, a key given twice. */
 export function rowProblems(rows: readonly LabelRow[]): Map<number, RowProblems> {
   const problems = new Map<number, RowProblems>();

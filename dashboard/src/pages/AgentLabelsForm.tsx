@@ -9,6 +9,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import {
   labelsOf,
   newRow,
+  rebaseLabels,
   rowProblems,
   rowsOf,
   rowsProblem,
@@ -16,6 +17,12 @@ import {
   type LabelRow,
   type RowProblems,
 } from '../components/label-rows';
+
+/** Labels as rows; one empty row for none, to type the first into. */
+function rowsOrBlank(labels: Record<string, string>): LabelRow[] {
+  const rows = rowsOf(labels);
+  return rows.length > 0 ? rows : [newRow()];
+}
 
 const inputId = (row: LabelRow, part: 'key' | 'value') => `label-${row.id}-${part}`;
 /** What a row's key and value are called: their inputs' labels, and the start of their problems. */
@@ -29,21 +36,37 @@ const PART_NAMES = { key: 'Key', value: 'Value' } as const;
  */
 export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (saved: boolean) => void }) {
   const { orgId, agent, onClose } = props;
-  const [rows, setRows] = useState<LabelRow[]>(() => {
-    const initial = rowsOf(agent.operatorLabels);
-    return initial.length > 0 ? initial : [newRow()];
-  });
+  const [rows, setRows] = useState<LabelRow[]>(() => rowsOrBlank(agent.operatorLabels));
+  // The agent as the rows were made from it: a save replaces its labels at that revision only
+  // (`If-Match`), never labels another tab, person or script set meanwhile (a 412, below).
+  const [base, setBase] = useState(agent);
+  /** The rows were made again onto labels changed elsewhere: saying so until the next save. */
+  const [rebased, setRebased] = useState(false);
   /** After the first save the rows are checked as they are typed; before it, nobody is told off mid-word. */
   const [checked, setChecked] = useState(false);
   const focusRow = useRef<number | null>(null);
   const queryClient = useQueryClient();
   const save = useMutation({
     mutationFn: (labels: Record<string, string>) =>
-      api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, { body: { labels } }),
+      api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, {
+        body: { labels },
+        headers: { 'if-match': `"${base.revision}"` },
+      }),
     onSuccess: (updated) => {
       queryClient.setQueryData(agentQuery(orgId, agent.id).queryKey, updated);
       void queryClient.invalidateQueries({ queryKey: agentsKey(orgId) });
       onClose(true);
+    },
+  });
+  const changedElsewhere = save.error instanceof ApiError && save.error.statusCode === 412;
+  // The agent as it is now: this form's changes made onto its labels, for the operator to check and save.
+  const rebase = useMutation({
+    mutationFn: () => queryClient.fetchQuery({ ...agentQuery(orgId, agent.id), staleTime: 0 }),
+    onSuccess: (latest) => {
+      setRows(rowsOrBlank(rebaseLabels(labelsOf(rows), base.operatorLabels, latest.operatorLabels)));
+      setBase(latest);
+      setRebased(true);
+      save.reset();
     },
   });
   useEffect(() => {
@@ -84,6 +107,7 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
       if (first) document.getElementById(inputId(first, problems.get(first.id)!.key ? 'key' : 'value'))?.focus();
       return;
     }
+    setRebased(false);
     save.mutate(labelsOf(rows));
   };
   const escape = (event: KeyboardEvent) => {
@@ -105,7 +129,17 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
         or digit; values: up to 63 letters, digits, <code>.</code> <code>_</code> <code>-</code>, possibly empty. At
         most {MAX_LABELS}.
       </p>
-      {whole ? (
+      {changedElsewhere ? (
+        <div role="alert" className="error">
+          <p>
+            Nothing was saved: the operators&apos; labels of this agent were changed elsewhere since this form opened.
+          </p>
+          <button type="button" onClick={() => rebase.mutate()} disabled={rebase.isPending}>
+            Make my changes onto its labels as they are now
+          </button>
+          {rebase.error ? <ErrorMessage error={rebase.error} /> : null}
+        </div>
+      ) : whole ? (
         alert(`Too many labels: ${whole}.`)
       ) : local.size > 0 || (refused && server.rest.length === 0) ? (
         alert('Some labels need a change; the reason is under each.')
@@ -114,6 +148,12 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
         <ErrorMessage error={new ApiError(save.error.statusCode, save.error.code, save.error.message, server.rest)} />
       ) : (
         <ErrorMessage error={save.error} />
+      )}
+      {rebased && (
+        <p role="status">
+          Your changes are made onto the agent&apos;s labels as they are now, with those set elsewhere: check them, then
+          save.
+        </p>
       )}
       {rows.length === 0 && <p>No label: saving removes the operators&apos; labels of this agent.</p>}
       <ol className="label-rows">

@@ -2334,6 +2334,8 @@ export interface components {
       operatorLabels: {
         [key: string]: string;
       };
+      /** @description How many changes operators made to the agent (its name, its operators' labels): its ETag, a change's If-Match */
+      revision: number;
     };
     /** @description What a trigger on this label selector would run on if called now: the agents it matches (revoked ones aside), those lacking the workflow, the workflows they report */
     SelectorMatches: {
@@ -9069,6 +9071,8 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description the agent's version, its revision quoted: a change's If-Match */
+          etag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -9224,7 +9228,10 @@ export interface operations {
   updateAgent: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description the ETag of the agent the change was made from: refused with 412 precondition_failed, nothing changed, once the agent changed since; * or none: the change is made onto the agent as it is */
+        'if-match'?: string;
+      };
       path: {
         orgId: string;
         agentId: string;
@@ -9246,6 +9253,8 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description the agent's version, its revision quoted: a change's If-Match */
+          etag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -9281,6 +9290,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      412: {
         headers: {
           [name: string]: unknown;
         };
@@ -10014,7 +10041,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description the ETag of the trigger the change was made from: a trigger changed since is refused with 412 precondition_failed and left as it is; * or none: the change is made onto the trigger as it is */
+        /** @description the ETag of the trigger the change was made from: refused with 412 precondition_failed, nothing changed, once the trigger changed since; * or none: the change is made onto the trigger as it is */
         'if-match'?: string;
       };
       path: {

@@ -27,6 +27,7 @@ interface AgentRow {
   workflows_digest: string | null;
   labels_digest: string | null;
   seq: number;
+  revision: number;
 }
 
 const toAgent = (r: AgentRow): Agent => {
@@ -47,6 +48,7 @@ const toAgent = (r: AgentRow): Agent => {
     labels: mergeLabels(reportedLabels, operatorLabels),
     reportedLabels,
     operatorLabels,
+    revision: Number(r.revision),
     publicKey: r.public_key,
     seq: Number(r.seq),
     reportDigests: { workflows: r.workflows_digest, labels: r.labels_digest },
@@ -101,11 +103,11 @@ const BY_IDS = query<AgentRow, [string, string]>(
   (d) => `SELECT * FROM agents WHERE org_id = ? AND id ${d.inJsonArray('?')}
    ORDER BY seq DESC`,
 );
-const RENAME = query<AgentRow, [string, string, string]>(
-  'UPDATE agents SET name = ? WHERE org_id = ? AND id = ? RETURNING *',
-);
-const OPERATOR_LABELS = query<AgentRow, [string, string, string]>(
-  'UPDATE agents SET operator_labels = ? WHERE org_id = ? AND id = ? RETURNING *',
+/** Each of name and labels kept when NULL; only from the revision the change was made from. */
+const EDIT = query<AgentRow, [string | null, string | null, string, string, number]>(
+  `UPDATE agents SET name = COALESCE(?, name), operator_labels = COALESCE(?, operator_labels), revision = revision + 1
+   WHERE org_id = ? AND id = ? AND revision = ?
+   RETURNING *`,
 );
 const REPORTED_LABELS = query<AgentRow, [string, string]>(
   'UPDATE agents SET reported_labels = ? WHERE id = ? RETURNING *',
@@ -202,11 +204,11 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
       if (ids.length === 0) return [];
       return (await db.all(BY_IDS, [orgId, JSON.stringify(ids)])).map(toAgent);
     },
-    async rename(orgId, id, name) {
-      return agentOrNull(await db.one(RENAME, [name, orgId, id]));
-    },
-    async setOperatorLabels(orgId, id, labels) {
-      return agentOrNull(await db.one(OPERATOR_LABELS, [JSON.stringify(labels), orgId, id]));
+    async edit(orgId, id, revision, { name, operatorLabels }) {
+      const labels = operatorLabels === undefined ? null : JSON.stringify(operatorLabels);
+      const edited = await db.one(EDIT, [name ?? null, labels, orgId, id, revision]);
+      if (edited) return toAgent(edited);
+      return (await db.one(IN_ORG, [orgId, id])) ? 'changed' : null;
     },
     async setReportedLabels(id, labels) {
       return agentOrNull(await db.one(REPORTED_LABELS, [JSON.stringify(labels), id]));

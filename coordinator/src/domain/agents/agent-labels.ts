@@ -8,8 +8,7 @@ import {
   type Requirement,
 } from '@drover/shared';
 import { isDeepStrictEqual } from 'node:util';
-import { notFound, validationFailed } from '../../errors.js';
-import type { AuditLog } from '../audit/audit-log.js';
+import { validationFailed } from '../../errors.js';
 import type { Agent, AgentRepository } from '../model/agents.js';
 import type { DeviceGroupService } from '../ota/device-groups.js';
 
@@ -22,13 +21,13 @@ export type DeviceGroups = Pick<DeviceGroupService, 'agentsChanged'>;
  */
 
 /** Refuses labels that break the rules (422 naming each label under `path`). */
-function checkLabels(labels: unknown, path: string): asserts labels is Labels {
+export function checkLabels(labels: unknown, path: string): asserts labels is Labels {
   const problems = labelProblems(labels, path);
   if (problems.length > 0) throw validationFailed(problems);
 }
 
 /** Sorted by key: the order labels are stored and shown in. */
-const sorted = (labels: Labels): Record<string, string> =>
+export const sorted = (labels: Labels): Record<string, string> =>
   Object.fromEntries(
     Object.keys(labels)
       .sort()
@@ -55,36 +54,6 @@ export async function reportLabels(
   const updated = (await deps.agents.setReportedLabels(agent.id, sorted(labels))) ?? agent;
   await deps.deviceGroups.agentsChanged(agent.orgId, [agent.id], { actorType: 'agent', actorId: agent.id });
   return updated;
-}
-
-/**
- * An operator replaces the operators' labels of an agent as a whole; audited when they change, and
- * then the agent moves into or out of the applications' device groups.
- */
-export async function setOperatorLabels(
-  deps: { agents: AgentRepository; audit: AuditLog; deviceGroups: DeviceGroups },
-  actor: { orgId: string; userId: string },
-  agentId: string,
-  labels: unknown,
-): Promise<Agent> {
-  checkLabels(labels, 'body.labels');
-  const before = await deps.agents.findInOrg(actor.orgId, agentId);
-  if (!before) throw notFound('Agent');
-  const next = sorted(labels);
-  if (isDeepStrictEqual(next, before.operatorLabels)) return before;
-  const agent = await deps.agents.setOperatorLabels(actor.orgId, before.id, next);
-  if (!agent) throw notFound('Agent');
-  await deps.audit.record({
-    orgId: actor.orgId,
-    actorType: 'user',
-    actorId: actor.userId,
-    action: 'agent.labels',
-    targetType: 'agent',
-    targetId: agent.id,
-    metadata: { from: before.operatorLabels, to: agent.operatorLabels },
-  });
-  await deps.deviceGroups.agentsChanged(actor.orgId, [agent.id], { actorType: 'user', actorId: actor.userId });
-  return agent;
 }
 
 /** A selector from a request, parsed; a bad one is 422 naming `path` and the position of the error. */

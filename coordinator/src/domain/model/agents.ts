@@ -22,6 +22,8 @@ export interface Agent {
   reportedLabels: Record<string, string>;
   /** The labels operators set; an operator's label wins over the agent's of the same key. */
   operatorLabels: Record<string, string>;
+  /** How many changes operators made to it (its name, its operators' labels): a change's `If-Match`. */
+  revision: number;
   /** Internal: never returned by any route. */
   publicKey: string;
   /** Internal: its registration number, increasing (the agents list's order and its pages' cursor). */
@@ -31,6 +33,12 @@ export interface Agent {
    * reports, which a reconnecting agent may claim instead of reporting again (docs/agent-protocol.md §6.1).
    */
   reportDigests: ReportDigests;
+}
+
+/** What operators change of an agent: its name, its operators' labels (each when given). */
+export interface AgentEdit {
+  name?: string;
+  operatorLabels?: Readonly<Record<string, string>>;
 }
 
 /** What kind of report of the agent a digest is of. */
@@ -88,9 +96,12 @@ export interface AgentRepository {
   countByStatus(orgId: string): Promise<Record<AgentStatus, number>>;
   /** The given agents of the organization (unknown ids skipped), most recently registered first. */
   listByIds(orgId: string, ids: readonly string[]): Promise<Agent[]>;
-  rename(orgId: string, id: string, name: string): Promise<Agent | null>;
-  /** Replaces the operators' labels as a whole; null when the agent is not in the organization. */
-  setOperatorLabels(orgId: string, id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
+  /**
+   * Renames the agent and replaces its operators' labels as a whole (each when given), counting
+   * one revision, if it is still at `revision`: `changed` when another change was made since; null
+   * when the agent is not in the organization.
+   */
+  edit(orgId: string, id: string, revision: number, change: AgentEdit): Promise<Agent | 'changed' | null>;
   /** Replaces the labels the agent reports of itself; null when it is unknown. */
   setReportedLabels(id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
   /** Keeps the digest of the agent's report just accepted (after what it reported is written). */

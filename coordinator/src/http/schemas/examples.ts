@@ -73,6 +73,7 @@ export const agentExample = {
   labels: { arch: 'x64', os: 'linux', role: 'gateway', site: 'munich' },
   reportedLabels: { arch: 'x64', os: 'linux', role: 'gateway', site: 'berlin' },
   operatorLabels: { site: 'munich' },
+  revision: 2,
 };
 
 /** The agent as discovery shows it: the specification's fields. */

@@ -103,6 +103,12 @@ const AGENT_FIELDS = {
   labels: labelsSchema("The agent's labels: those it reports, with the operators' on top"),
   reportedLabels: labelsSchema('The labels the agent reports of itself (os and arch among them; at most 32)'),
   operatorLabels: labelsSchema("The labels operators set (at most 32); one wins over the agent's of the same key"),
+  revision: {
+    type: 'integer',
+    minimum: 0,
+    description:
+      "How many changes operators made to the agent (its name, its operators' labels): its ETag, a change's If-Match",
+  },
 } as const;
 
 /** A named agent schema of these fields, every one of them required. */

@@ -195,8 +195,23 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.listByIds(orgId, [])).toEqual([]);
     expect(await t.repos.agents.findInOrg(newId(), ids[0]!)).toBeNull();
     expect((await t.repos.agents.findById(ids[0]!))?.id).toBe(ids[0]);
-    expect((await t.repos.agents.rename(orgId, ids[0]!, 'renamed'))?.name).toBe('renamed');
-    expect(await t.repos.agents.rename(newId(), ids[0]!, 'x')).toBeNull();
+    expect(await t.repos.agents.edit(newId(), ids[0]!, 0, { name: 'x' })).toBeNull();
+  });
+
+  it("edits the name and the operators' labels from the revision they were made from, counting one", async () => {
+    const orgId = await org();
+    const a = agent();
+    await t.repos.agents.enroll(await token(orgId), a, AT);
+    expect((await t.repos.agents.findById(a.id))?.revision).toBe(0);
+    const renamed = await t.repos.agents.edit(orgId, a.id, 0, { name: 'renamed' });
+    expect(renamed).toMatchObject({ name: 'renamed', operatorLabels: {}, revision: 1 });
+    const both = await t.repos.agents.edit(orgId, a.id, 1, { name: 'again', operatorLabels: { site: 'munich' } });
+    expect(both).toMatchObject({ name: 'again', operatorLabels: { site: 'munich' }, revision: 2 });
+    // From a revision another change left behind: nothing is written.
+    expect(await t.repos.agents.edit(orgId, a.id, 1, { operatorLabels: {} })).toBe('changed');
+    expect(await t.repos.agents.findById(a.id)).toMatchObject({ name: 'again', operatorLabels: { site: 'munich' } });
+    const labelsOnly = await t.repos.agents.edit(orgId, a.id, 2, { operatorLabels: {} });
+    expect(labelsOnly).toMatchObject({ name: 'again', operatorLabels: {}, labels: {}, revision: 3 });
   });
 
   it('moves between connected and disconnected, never out of revoked', async () => {

@@ -32,7 +32,7 @@ describe.each(DATABASES)('change counter (%s)', (kind) => {
   it('moves on every insert, update and delete of agents, workflows, triggers and api tokens', async () => {
     let agentId = '';
     expect(await moves(async () => (agentId = await enrollOne()))).toBe(true);
-    expect(await moves(() => t.repos.agents.rename(orgId, agentId, 'b'))).toBe(true);
+    expect(await moves(() => t.repos.agents.edit(orgId, agentId, 0, { name: 'b' }))).toBe(true);
     const set = [
       {
         name: 'w',

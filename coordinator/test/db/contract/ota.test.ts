@@ -777,6 +777,10 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     };
     const pass = (input: Partial<DeviceGroupPassInput>, repos = t.repos) =>
       repos.deviceGroups.pass({ orgId, at: iso(5), cancelMessage: 'removed by the group', ...input });
+    const relabel = async (id: string, operatorLabels: Record<string, string>) => {
+      const { revision } = (await t.repos.agents.findById(id))!;
+      expect(await t.repos.agents.edit(orgId, id, revision, { operatorLabels })).toMatchObject({ operatorLabels });
+    };
 
     it('binds the matching agents once on the default channel, removes them when they stop matching, never a manual binding', async () => {
       const a = app({ defaultChannel: 'beta' });
@@ -816,8 +820,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
         { kind: 'update', triggerId: null, createdAt: iso(2), timeoutMs: null },
       );
       await t.exec(`UPDATE device_bindings SET active_job_id = '${job.id}' WHERE id = '${set!.bound[0]!.id}'`);
-      await t.repos.agents.setOperatorLabels(orgId, agentId, { role: 'retired' });
-      await t.repos.agents.setOperatorLabels(orgId, byHand, { role: 'retired' });
+      await relabel(agentId, { role: 'retired' });
+      await relabel(byHand, { role: 'retired' });
       const [relabelled] = await pass({ agentIds: [agentId, byHand, gateway] });
       expect(relabelled!.matching).toBe(0);
       expect(relabelled!.unbound).toEqual([
@@ -834,7 +838,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       expect((await t.repos.deviceBindings.listByApp(a.id)).map((b) => b.agentId)).toEqual([byHand]);
 
       // Back in the group, then the selector is removed: only the selector's bindings go.
-      await t.repos.agents.setOperatorLabels(orgId, agentId, {});
+      await relabel(agentId, {});
       expect((await pass({ agentIds: [agentId] }))[0]!.bound.map((b) => b.agentId)).toEqual([agentId]);
       const [cleared] = await pass({ applicationId: a.id, setSelector: { selector: null } });
       expect(cleared).toMatchObject({ application: { deviceSelector: null }, matching: 0, bound: [] });

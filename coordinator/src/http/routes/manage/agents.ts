@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { selectorFrom, setOperatorLabels } from '../../../domain/agents/agent-labels.js';
+import { editAgent } from '../../../domain/agents/agent-edits.js';
+import { selectorFrom } from '../../../domain/agents/agent-labels.js';
 import { listAgents } from '../../../domain/agents/agent-list.js';
 import { AGENT_STATUSES, type AgentStatus } from '../../../domain/model/agents.js';
-import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
+import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
+import { entityTag, etagHeader, ifMatchHeader, ifMatchVersion } from '../../if-match.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
 import { AgentSchema, labelsSchema, noQuery, SelectorMatchesSchema } from '../../schemas/management.js';
@@ -29,6 +31,8 @@ export const AGENTS_MAX_LIMIT = 500;
 export const AGENTS_MAX_IDS = 200;
 
 const agentPage = countedPageResponse(AgentSchema, 'agents');
+/** An agent as one answer, with its revision as `ETag` (http/if-match.ts). */
+const AgentAnswer = { ...AgentSchema, headers: etagHeader('the agent', 'revision') };
 
 interface AgentListQuery {
   selector?: string;
@@ -165,21 +169,21 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
         tags: ['dashboard'],
         params: agentParams,
         querystring: noQuery,
-        response: { 200: AgentSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: AgentAnswer, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
       const agent = await app.ctx.repos.agents.findInOrg(orgId, request.params.agentId);
       if (!agent) throw notFound('Agent');
-      return agent;
+      return reply.header('etag', entityTag(agent.revision)).send(agent);
     },
   );
 
   app.patch<{ Params: AgentParams; Body: { name?: string; labels?: Record<string, string> } }>(
     '/orgs/:orgId/agents/:agentId',
     {
-      config: { action: 'agents.edit' },
+      config: { action: 'agents.edit', documented: { headers: ifMatchHeader('agent') } },
       schema: {
         operationId: 'updateAgent',
         summary: "Rename an agent, or replace the operators' labels of it (docs/fleets.md)",
@@ -196,38 +200,16 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           },
           examples: [{ name: 'edge-lab-01' }, { labels: { site: 'munich', role: 'gateway' } }],
         },
-        response: { 200: AgentSchema, ...errorResponses(401, 403, 404, 422) },
+        response: { 200: AgentAnswer, ...errorResponses(401, 403, 404, 409, 412, 422) },
       },
     },
-    async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
+    async (request, reply) => {
+      const actor = await requireOrgRole(request, request.params.orgId);
+      const ifVersion = ifMatchVersion(request.headers['if-match'], 'agent');
       const { repos, audit, deviceGroups } = app.ctx;
-      const name = request.body.name === undefined ? undefined : cleanName('body.name', request.body.name);
-      let agent = await repos.agents.findInOrg(orgId, request.params.agentId);
-      if (!agent) throw notFound('Agent');
-      if (request.body.labels !== undefined) {
-        agent = await setOperatorLabels(
-          { agents: repos.agents, audit, deviceGroups },
-          { orgId, userId },
-          agent.id,
-          request.body.labels,
-        );
-      }
-      if (name !== undefined && name !== agent.name) {
-        const before = agent;
-        agent = await repos.agents.rename(orgId, before.id, name);
-        if (!agent) throw notFound('Agent');
-        await audit.record({
-          orgId,
-          actorType: 'user',
-          actorId: userId,
-          action: 'agent.rename',
-          targetType: 'agent',
-          targetId: agent.id,
-          metadata: { from: before.name, to: agent.name },
-        });
-      }
-      return agent;
+      const deps = { agents: repos.agents, audit, deviceGroups };
+      const agent = await editAgent(deps, actor, request.params.agentId, request.body, ifVersion);
+      return reply.header('etag', entityTag(agent.revision)).send(agent);
     },
   );
 

@@ -45,7 +45,7 @@ import { noQuery } from '../../schemas/management.js';
 import { occurrenceExample, triggerExample } from '../../schemas/examples.js';
 import { createTriggerBodyExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
-import { AppError, describeValue } from '../../../errors.js';
+import { entityTag, etagHeader, ifMatchHeader, ifMatchVersion } from '../../if-match.js';
 
 /**
  * Triggers of an organization. Any member lists, reads, creates and changes them (members run
@@ -234,40 +234,10 @@ export const TRIGGERS_MAX_IDS = 200;
 
 const triggerPage = countedPageResponse(TriggerSchema, 'triggers');
 
-/**
- * A trigger's version, its `updatedAt` as an entity tag: sent as `ETag` with the trigger, taken
- * back in a change's `If-Match`, which is refused with 412 once the trigger changed since.
- */
-const etagOf = (trigger: { updatedAt: string }) => `"${trigger.updatedAt}"`;
-const ETAG_HEADER = {
-  etag: { type: 'string', description: "the trigger's version, its updatedAt quoted: a change's If-Match" },
-} as const;
+/** A trigger's version, its `updatedAt` (http/if-match.ts). */
+const etagOf = (trigger: { updatedAt: string }) => entityTag(trigger.updatedAt);
 /** A trigger as one answer, with its `ETag`. */
-const TriggerAnswer = { ...TriggerSchema, headers: ETAG_HEADER };
-const IF_MATCH = {
-  'if-match': {
-    type: 'string',
-    description:
-      'the ETag of the trigger the change was made from: a trigger changed since is refused with 412 precondition_failed and left as it is; * or none: the change is made onto the trigger as it is',
-  },
-} as const;
-
-/**
- * The trigger version an `If-Match` names: undefined for none or `*` (any trigger there is); a
- * weak tag or a list is refused (400), as the one version a change is made from is one strong tag.
- */
-function ifMatchVersion(header: string | undefined): string | undefined {
-  const value = header?.trim();
-  if (value === undefined || value === '' || value === '*') return undefined;
-  const match = /^"([^"]*)"$/.exec(value);
-  if (!match) {
-    throw new AppError(
-      'bad_request',
-      `If-Match must be one ETag of the trigger, as its answer gave it (in double quotes), or *; got ${describeValue(value)}`,
-    );
-  }
-  return match[1];
-}
+const TriggerAnswer = { ...TriggerSchema, headers: etagHeader('the trigger', 'updatedAt') };
 
 interface TriggerListQuery {
   type?: TriggerType;
@@ -420,7 +390,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: TriggerParams; Body: TriggerInput }>(
     '/orgs/:orgId/triggers/:triggerId',
     {
-      config: { action: 'triggers.edit', documented: { headers: IF_MATCH } },
+      config: { action: 'triggers.edit', documented: { headers: ifMatchHeader('trigger') } },
       schema: {
         operationId: 'updateTrigger',
         summary: 'Change any subset of a trigger; the result is validated as a whole',
@@ -438,7 +408,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const actor = await requireOrgRole(request, request.params.orgId);
-      const ifVersion = ifMatchVersion(request.headers['if-match']);
+      const ifVersion = ifMatchVersion(request.headers['if-match'], 'trigger');
       const updated = await triggers.update(actor, request.params.triggerId, request.body, ifVersion);
       return reply.header('etag', etagOf(updated)).send(updated);
     },
