@@ -4,8 +4,14 @@ import type { AddressInfo } from 'node:net';
 /** An answer of the fake coordinator: its status, JSON body and any more headers. */
 export type FakeAnswer = [status: number, body: unknown, headers?: Record<string, string>];
 
+/** A request as a route sees it: its headers and its JSON body (null: none). */
+export interface FakeRequest {
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
 /** A route's answer: always the same, or one made at each call (a job or a batch that moves). */
-export type FakeRoute = FakeAnswer | (() => FakeAnswer);
+export type FakeRoute = FakeAnswer | ((request: FakeRequest) => FakeAnswer);
 
 export interface FakeCoordinator {
   url: string;
@@ -13,6 +19,8 @@ export interface FakeCoordinator {
   calls: string[];
   /** Their headers, in the same order. */
   headers: IncomingHttpHeaders[];
+  /** Their JSON bodies (null: none), in the same order. */
+  bodies: unknown[];
   close(): Promise<void>;
 }
 
@@ -24,13 +32,17 @@ export interface FakeCoordinator {
 export async function fakeCoordinator(routes: Record<string, FakeRoute>): Promise<FakeCoordinator> {
   const calls: string[] = [];
   const headers: IncomingHttpHeaders[] = [];
+  const bodies: unknown[] = [];
   const server = http.createServer((req, res) => {
-    req.resume();
+    let text = '';
+    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
     req.on('end', () => {
+      const request: FakeRequest = { headers: req.headers, body: text === '' ? null : (JSON.parse(text) as unknown) };
       calls.push(`${req.method} ${req.url}`);
       headers.push(req.headers);
+      bodies.push(request.body);
       const route = routes[`${req.method} ${req.url!.split('?')[0]}`];
-      const [status, body, more] = (typeof route === 'function' ? route() : route) ?? [
+      const [status, body, more] = (typeof route === 'function' ? route(request) : route) ?? [
         404,
         { statusCode: 404, code: 'not_found', message: 'Not found' },
       ];
@@ -43,6 +55,7 @@ export async function fakeCoordinator(routes: Record<string, FakeRoute>): Promis
     url: `http://127.0.0.1:${port}`,
     calls,
     headers,
+    bodies,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
+import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { signedInHome } from './signed-in.js';
 import { testRuntime } from './test-runtime.js';
 
@@ -17,22 +16,15 @@ const ORG = '5b1c0d2e-3f4a-4b5c-8d6e-7f8091a2b3c4';
 const TRIGGER = '8c2f1a3b-4d5e-4f60-9a7b-8c9d0e1f2a3b';
 const PATH = `/v1/orgs/${ORG}/triggers/${TRIGGER}`;
 
-interface Seen {
-  method: string;
-  ifMatch: string | undefined;
-  body: Record<string, unknown> | null;
-}
-
-let close: (() => void) | undefined;
+let fake: FakeCoordinator | undefined;
 let home: string | undefined;
-afterEach(() => {
-  close?.();
+afterEach(async () => {
+  await fake?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
 /** The coordinator's trigger: on an agent at first, moved onto a selector by someone else once a PATCH arrives if `movedMeanwhile`. */
 async function coordinator(movedMeanwhile: boolean) {
-  const seen: Seen[] = [];
   let trigger: Record<string, unknown> = {
     id: TRIGGER,
     name: 'deploy',
@@ -41,17 +33,11 @@ async function coordinator(movedMeanwhile: boolean) {
     fanout: null,
     updatedAt: '2026-12-03T07:00:00.000Z',
   };
-  const server = http.createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    req.on('end', () => {
-      const body = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
-      seen.push({ method: req.method!, ifMatch: req.headers['if-match'], body });
-      const answer = (status: number, value: unknown) =>
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-      if (req.url !== PATH) return answer(404, { message: 'Trigger not found' });
-      if (req.method === 'GET') return answer(200, trigger);
-      if (movedMeanwhile && seen.filter((s) => s.method === 'PATCH').length === 1) {
+  let patches = 0;
+  fake = await fakeCoordinator({
+    [`GET ${PATH}`]: () => [200, trigger],
+    [`PATCH ${PATH}`]: ({ headers, body }) => {
+      if (movedMeanwhile && ++patches === 1) {
         trigger = {
           ...trigger,
           agentId: null,
@@ -60,19 +46,19 @@ async function coordinator(movedMeanwhile: boolean) {
           updatedAt: '2026-12-03T07:00:01.000Z',
         };
       }
-      if (req.headers['if-match'] !== undefined && req.headers['if-match'] !== `"${String(trigger.updatedAt)}"`) {
-        return answer(412, { code: 'precondition_failed', message: 'The trigger changed since that version' });
+      if (headers['if-match'] !== undefined && headers['if-match'] !== `"${String(trigger.updatedAt)}"`) {
+        return [412, { code: 'precondition_failed', message: 'The trigger changed since that version' }];
       }
-      trigger = { ...trigger, ...body, agentId: null };
-      return answer(200, trigger);
-    });
+      trigger = { ...trigger, ...(body as Record<string, unknown>), agentId: null };
+      return [200, trigger];
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  close = () => server.close();
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  home = signedInHome(url);
-  return { seen, env: { XDG_CONFIG_HOME: home, DROVER_ORG: ORG } };
+  home = signedInHome(fake.url);
+  return { env: { XDG_CONFIG_HOME: home, DROVER_ORG: ORG } };
 }
+
+/** The requests made: method, If-Match and body. */
+const seen = () => fake!.calls.map((call, i) => [call.split(' ')[0], fake!.headers[i]!['if-match'], fake!.bodies[i]]);
 
 async function cli(args: string[], env: Record<string, string>) {
   const rt = testRuntime({ env });
@@ -82,23 +68,19 @@ async function cli(args: string[], env: Record<string, string>) {
 
 describe('drover trigger update --selector without --fanout', () => {
   it('makes a trigger on an agent a batch, onto the version it read', async () => {
-    const { seen, env } = await coordinator(false);
+    const { env } = await coordinator(false);
     const res = await cli(['trigger', 'update', TRIGGER, '--selector', 'role=gateway'], env);
     expect(res).toMatchObject({ code: 0, stdout: `Changed the trigger deploy (${TRIGGER}): agentSelector, fanout\n` });
-    expect(seen.filter((s) => s.method === 'PATCH')).toEqual([
-      {
-        method: 'PATCH',
-        ifMatch: '"2026-12-03T07:00:00.000Z"',
-        body: { agentSelector: 'role=gateway', fanout: 'all' },
-      },
+    expect(seen().filter(([method]) => method === 'PATCH')).toEqual([
+      ['PATCH', '"2026-12-03T07:00:00.000Z"', { agentSelector: 'role=gateway', fanout: 'all' }],
     ]);
   });
 
   it('reads the trigger again when it moved meanwhile, and keeps the fanout it has now', async () => {
-    const { seen, env } = await coordinator(true);
+    const { env } = await coordinator(true);
     const res = await cli(['trigger', 'update', TRIGGER, '--selector', 'role=gateway'], env);
     expect(res).toMatchObject({ code: 0, stdout: `Changed the trigger deploy (${TRIGGER}): agentSelector\n` });
-    expect(seen.map((s) => [s.method, s.ifMatch, s.body])).toEqual([
+    expect(seen()).toEqual([
       ['GET', undefined, null],
       ['PATCH', '"2026-12-03T07:00:00.000Z"', { agentSelector: 'role=gateway', fanout: 'all' }],
       ['GET', undefined, null],
