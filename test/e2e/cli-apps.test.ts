@@ -172,8 +172,8 @@ describe('drover app devices', () => {
     expect(await run(['app', 'devices', 'firmware'])).toEqual({
       code: 0,
       stdout:
-        'firmware has no devices: bind agents with `drover app device-group firmware --selector <selector>` ' +
-        'or on its page in the dashboard\n',
+        'firmware has no devices: bind agents with `drover app bind firmware <agent>...`, or by their labels with ' +
+        '`drover app device-group firmware --selector <selector>`, or on its page in the dashboard\n',
       stderr: '',
     });
   });
@@ -350,5 +350,114 @@ describe('drover app devices', () => {
       code: 2,
       stderr: expect.stringMatching(/^drover: no application `nope` in the organization: create it with /),
     });
+  });
+});
+
+describe('drover app bind, channel, reconcile and unbind', () => {
+  let appId: string;
+  const kiosks: TestAgent[] = [];
+  beforeAll(async () => {
+    appId = (await apps()).find((a) => a.slug === 'firmware')!.id;
+    for (const hostname of ['kiosk-a', 'kiosk-b', 'kiosk-c']) {
+      kiosks.push(await enrollTestAgent(t.owner, t.orgId, { hostname }));
+    }
+  });
+  const bindings = async () =>
+    (await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${appId}/devices`)).body.filter((b) =>
+      kiosks.some((k) => k.agentId === b.agentId),
+    );
+  const channelOf = async (agent: TestAgent) => (await bindings()).find((b) => b.agentId === agent.agentId)?.channel;
+
+  it('binds agents by name or id on a channel, and shows the devices made', async () => {
+    const bound = await run(['app', 'bind', 'firmware', 'kiosk-a', kiosks[1]!.agentId, '--channel', 'beta']);
+    expect(bound).toMatchObject({ code: 0, stderr: 'Bound 2 devices to firmware on beta\n' });
+    const lines = bound.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^AGENT +CHANNEL +ORIGIN +INSTALLED +DESIRED/);
+    expect(lines.slice(1).map((line) => line.split(/ +/).slice(0, 3))).toEqual([
+      ['kiosk-a', 'beta', 'manual'],
+      ['kiosk-b', 'beta', 'manual'],
+    ]);
+    expect((await bindings()).map((b) => [b.channel, b.origin])).toEqual([
+      ['beta', 'manual'],
+      ['beta', 'manual'],
+    ]);
+    // Bound already: the coordinator's refusal, in its words; an agent named twice, before any change.
+    expect(await run(['app', 'bind', 'firmware', 'kiosk-a', 'kiosk-c'])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/^drover: Already bound to this application: /),
+    });
+    expect(await run(['app', 'bind', 'firmware', 'kiosk-c', 'kiosk-c'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: the agent kiosk-c is given twice\n',
+    });
+    expect(await run(['app', 'bind', 'firmware', 'kiosk-c', kiosks[2]!.agentId])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `drover: kiosk-c and ${kiosks[2]!.agentId} are the same agent\n`,
+    });
+    expect(await bindings()).toHaveLength(2);
+    const json = await run(['app', 'bind', 'firmware', 'kiosk-c', '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      expect.objectContaining({ agentId: kiosks[2]!.agentId, channel: 'stable', origin: 'manual' }),
+    ]);
+  });
+
+  it('moves devices to another channel, and retries their updates', async () => {
+    const moved = await run(['app', 'channel', 'firmware', 'stable', 'kiosk-a']);
+    expect(moved).toMatchObject({ code: 0, stderr: 'Moved 1 device of firmware to stable\n' });
+    expect(moved.stdout.split('\n')[1]!.split(/ +/).slice(0, 2)).toEqual(['kiosk-a', 'stable']);
+    expect(await channelOf(kiosks[0]!)).toBe('stable');
+    expect(
+      await run(['app', 'channel', 'firmware', 'Stable', 'kiosk-a'], { DROVER_URL: 'http://127.0.0.1:9' }),
+    ).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: <channel>: expected a channel name (1 to 63 lowercase letters, digits, ., _ and -, such as stable), got `Stable`\n',
+    });
+    const reconciled = await run(['app', 'reconcile', 'firmware', 'kiosk-a', 'kiosk-b', '--json']);
+    expect(reconciled.code, reconciled.stderr).toBe(0);
+    expect(JSON.parse(reconciled.stdout).map((b: BindingBody) => b.agentId)).toEqual([
+      kiosks[0]!.agentId,
+      kiosks[1]!.agentId,
+    ]);
+  });
+
+  it('removes devices, all found first: one not bound changes nothing, a refusal says what was done', async () => {
+    await enrollTestAgent(t.owner, t.orgId, { hostname: 'kiosk-d' });
+    expect(await run(['app', 'unbind', 'firmware', 'kiosk-a', 'kiosk-d'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: kiosk-d is not bound to firmware (`drover app devices firmware` lists its devices); nothing was changed\n',
+    });
+    expect(await bindings()).toHaveLength(3);
+    expect(await run(['app', 'unbind', 'firmware', 'kiosk-a'])).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: 'Removed 1 device from firmware\n',
+    });
+    expect((await bindings()).map((b) => b.agentId)).toEqual([kiosks[1]!.agentId, kiosks[2]!.agentId]);
+
+    // kiosk-c is held by the application's device group: removing it is refused, kiosk-b goes.
+    const labelled = await kiosks[2]!.request('PUT', '/v1/agent/labels', {
+      labels: { os: 'linux', arch: 'x64', role: 'kiosk' },
+    });
+    expect(labelled.status, labelled.text).toBe(200);
+    const grouped = await t.owner.patch(`/orgs/${t.orgId}/apps/${appId}`, {
+      body: { deviceSelector: 'role=kiosk' },
+    });
+    expect(grouped.status, grouped.text).toBe(200);
+    const refused = await run(['app', 'unbind', 'firmware', 'kiosk-b', 'kiosk-c']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.split('\n')).toEqual([
+      'drover: removed on firmware: kiosk-b',
+      expect.stringMatching(/^drover: kiosk-c: .*device selector/),
+      '',
+    ]);
+    expect((await bindings()).map((b) => b.agentId)).toEqual([kiosks[2]!.agentId]);
   });
 });

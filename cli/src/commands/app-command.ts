@@ -5,6 +5,7 @@ import { CliError } from '../errors.js';
 import { oneSelector, parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
+import { configureAppBindCommands } from './app-bind-command.js';
 import { configureAppCreateCommands } from './app-create-command.js';
 import { configureAppDevicesCommand } from './app-devices-command.js';
 import { configureAppReleaseKeysCommand } from './app-release-keys-command.js';
@@ -36,6 +37,7 @@ export function configureAppCommand(program: Command, rt: Runtime): void {
     .description("the organization's over-the-air applications: create, list, devices, window, keys (a session)");
   configureAppCreateCommands(app, rt);
   configureAppDevicesCommand(app, rt);
+  configureAppBindCommands(app, rt);
   configureAppWindowCommand(app, rt);
   configureAppReleaseKeysCommand(app, rt);
 

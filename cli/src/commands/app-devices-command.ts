@@ -71,7 +71,7 @@ export function configureAppDevicesCommand(app: Command, rt: Runtime): void {
     .action(async (name: string, flags: DevicesFlags, command: Command) => {
       const limit = integerFlag('--limit', flags.limit, 1, PAGE.max);
       const state = flags.state === undefined ? undefined : stateFilter(flags.state);
-      const channel = flags.channel === undefined ? undefined : channelFilter(flags.channel);
+      const channel = flags.channel === undefined ? undefined : channelName('--channel', flags.channel);
       const text = flags.name === undefined ? undefined : nameFilter(flags.name);
       if (flags.cursor === '') throw new CliError('--cursor: expected the cursor a previous page printed, got nothing');
       if (flags.agent.length > MAX_AGENTS) {
@@ -129,10 +129,11 @@ function stateFilter(value: string): StateFilter {
   );
 }
 
-function channelFilter(value: string): string {
+/** A channel's name from the command line (`what`: the flag or argument), checked as the coordinator checks it. */
+export function channelName(what: string, value: string): string {
   if (CHANNEL.test(value)) return value;
   throw new CliError(
-    `--channel: expected a channel name (1 to 63 lowercase letters, digits, ., _ and -, such as stable), got \`${value}\``,
+    `${what}: expected a channel name (1 to 63 lowercase letters, digits, ., _ and -, such as stable), got \`${value}\``,
   );
 }
 
@@ -160,8 +161,16 @@ async function devicesTable(
     if (total > 0) return `No more devices of ${slug} after that cursor.\n`;
     if (narrowing.others) return `No device of ${slug} matches.\n`;
     if (narrowing.state !== undefined) return `No device of ${slug} is in the state ${narrowing.state}.\n`;
-    return `${slug} has no devices: bind agents with \`drover app device-group ${slug} --selector <selector>\` or on its page in the dashboard\n`;
+    return (
+      `${slug} has no devices: bind agents with \`drover app bind ${slug} <agent>...\`, or by their labels with ` +
+      `\`drover app device-group ${slug} --selector <selector>\`, or on its page in the dashboard\n`
+    );
   }
+  return bindingsTable(caller, devices);
+}
+
+/** Devices (at least one) as a table: each one's agent, channel, releases, state, update job and error. */
+export async function bindingsTable(caller: SessionCaller, devices: readonly Binding[]): Promise<string> {
   const agentName = await agentNamerFor(
     caller,
     devices.map((b) => b.agentId),
