@@ -454,7 +454,7 @@ describe('drover app bind, channel, reconcile and unbind', () => {
     const refused = await run(['app', 'unbind', 'firmware', 'kiosk-b', 'kiosk-c']);
     expect(refused.code).toBe(2);
     expect(refused.stderr.split('\n')).toEqual([
-      'drover: removed on firmware: kiosk-b',
+      'drover: removed from firmware: kiosk-b',
       expect.stringMatching(/^drover: kiosk-c: .*device selector/),
       '',
     ]);

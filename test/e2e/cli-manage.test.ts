@@ -838,6 +838,56 @@ describe('drover agents --selector and drover agent label', () => {
     expect(await operatorLabels(kiosk)).toEqual({});
     expect(await auditCount()).toBe(before);
   });
+
+  it('labels every agent a selector matches, says what would change with --dry-run, and skips those that have them', async () => {
+    const selector = 'role in (gateway,kiosk)';
+    const dry = await inAcme(['agents', 'label', selector, 'ring=canary', '--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout.split('\n').map((line) => line.split(/ {2,}/))).toEqual([
+      ['AGENT', "OPERATORS' LABELS NOW", 'AFTER'],
+      ['kiosk-munich-1', '-', 'ring=canary'],
+      ['gw-berlin-1', '-', 'ring=canary'],
+      [''],
+    ]);
+    expect(dry.stderr).toBe(`Would change 2 of 2 agents matching ${selector}; nothing was changed\n`);
+    expect(await operatorLabels(gateway)).toEqual({});
+
+    expect((await inAcme(['agent', 'label', 'kiosk-munich-1', 'ring=canary'])).code).toBe(0);
+    const done = await inAcme(['agents', 'label', selector, 'ring=canary']);
+    expect(done).toEqual({
+      code: 0,
+      stdout: 'AGENT        LABELS\ngw-berlin-1  arch=arm64,os=linux,ring=canary,role=gateway,site=berlin\n',
+      stderr: `Labelled 1 of 2 agents matching ${selector} (1 has the labels already)\n`,
+    });
+    expect(await operatorLabels(gateway)).toEqual({ ring: 'canary' });
+
+    const removed = await inAcme(['agents', 'label', 'ring=canary', 'ring-', '--json']);
+    expect(removed.stderr).toBe('Labelled 2 of 2 agents matching ring=canary\n');
+    expect(JSON.parse(removed.stdout).map((a: { id: string }) => a.id)).toEqual([kiosk, gateway]);
+    expect([await operatorLabels(kiosk), await operatorLabels(gateway)]).toEqual([{}, {}]);
+    expect(await inAcme(['agents', 'label', 'ring=canary', 'ring-'])).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: 'Labelled 0 of 0 agents matching ring=canary\n',
+    });
+
+    // Refused before any change: a selector that does not parse, or selects nothing, the list's options.
+    expect(await inAcme(['agents', 'label', 'site in berlin', 'x=y'])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringContaining("expected '('"),
+    });
+    expect(await inAcme(['agents', 'label', '', 'x=y'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^drover: selector: expected at least one label requirement/),
+    });
+    expect(await inAcme(['agents', 'label', 'role=kiosk', '--status', 'pending', 'x=y'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --status is an option of `drover agents`, not of `drover agents label`\n',
+    });
+    expect(await operatorLabels(kiosk)).toEqual({});
+  });
 });
 
 const MATCH_EDGE =

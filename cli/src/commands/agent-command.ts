@@ -1,9 +1,8 @@
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { isDeepStrictEqual } from 'node:util';
-import { sessionCaller, type SessionCaller } from '../callers.js';
-import { ApiError } from '../errors.js';
-import { applyLabelChanges, changesAnything, parseLabelChanges, type LabelChanges } from '../labels/changes.js';
+import { sessionCaller } from '../callers.js';
+import { changeLabels } from '../labels/change-labels.js';
+import { changesAnything, parseLabelChanges } from '../labels/changes.js';
 import { formatAgentLabels } from '../labels/show-labels.js';
 import { printJson } from '../output/json.js';
 import { formatFields } from '../output/table.js';
@@ -108,28 +107,4 @@ export function configureAgentCommand(program: Command, rt: Runtime): void {
         `Revoked the agent ${revoked.name} (${revoked.id}): the machine must enroll again, with a new enrollment token, to run jobs\n`,
       );
     });
-}
-
-/** How many times a label change is made again onto an agent others changed meanwhile. */
-const LABEL_ATTEMPTS = 5;
-
-/**
- * The operators' labels of `agent` with `changes` made, sent onto the revision they were made from
- * (If-Match): when another change came in between (a 412), the agent is read again and the changes
- * made onto its labels as they are now, so that neither is lost.
- */
-async function changeLabels(caller: SessionCaller, agent: Agent, changes: LabelChanges): Promise<Agent> {
-  const path = `/orgs/${await caller.orgId()}/agents/${agent.id}`;
-  for (let attempt = 1; ; attempt++) {
-    const labels = applyLabelChanges(agent.operatorLabels, changes);
-    if (isDeepStrictEqual(labels, agent.operatorLabels)) return agent;
-    try {
-      const body: RequestBody<'updateAgent'> = { labels };
-      return (await caller.api.call<Agent>('PATCH', path, { body, headers: { 'if-match': `"${agent.revision}"` } }))
-        .body;
-    } catch (error) {
-      if (!(error instanceof ApiError && error.status === 412) || attempt === LABEL_ATTEMPTS) throw error;
-      agent = await caller.api.get<Agent>(path);
-    }
-  }
 }

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { AGENT_STATUSES } from '@drover/shared';
 import { listAgents, SELECTOR_NEEDS_SESSION, type Agent } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
+import { configureAgentsLabelCommand } from './agents-label-command.js';
 import { configureAgentsMatchCommand } from './agents-match-command.js';
 import { CliError } from '../errors.js';
 import { integerFlag } from '../integer-flag.js';
@@ -84,6 +85,7 @@ export function configureAgentsCommand(program: Command, rt: Runtime): void {
       });
     });
   configureAgentsMatchCommand(agents, rt);
+  configureAgentsLabelCommand(agents, rt);
 }
 
 /** Why a flag of the organization's list needs a session. */

@@ -1,9 +1,10 @@
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
-import { ApiError, CliError } from '../errors.js';
+import { CliError } from '../errors.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
+import { changeInTurns, inTurns } from '../session/in-turns.js';
 import { agentId, findApp } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 import { bindingsTable, channelName } from './app-devices-command.js';
@@ -14,8 +15,6 @@ type Binding = Schema<'DeviceBinding'>;
 const MAX_BIND = 1000;
 /** The most agents one unbind, channel change or reconcile names: a page of `drover app devices`. */
 const MAX_EACH = 500;
-/** Agents looked up by name, or devices changed, at the same time. */
-const AT_ONCE = 8;
 
 /**
  * `drover app bind|unbind|channel|reconcile <app> ...`: an application's devices by hand
@@ -57,7 +56,7 @@ export function configureAppBindCommands(app: Command, rt: Runtime): void {
       checkAgentArguments(names, MAX_EACH);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const { slug, path, devices } = await devicesOf(caller, value, names);
-      await eachDevice(rt, slug, devices, 'removed', (d) => caller.api.delete(`${path}/${d.id}`));
+      await changeInTurns(rt, devices, named, `removed from ${slug}`, (d) => caller.api.delete(`${path}/${d.id}`));
       rt.err(`Removed ${count(devices.length)} from ${slug}\n`);
     });
 
@@ -74,7 +73,7 @@ export function configureAppBindCommands(app: Command, rt: Runtime): void {
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const { slug, path, devices } = await devicesOf(caller, value, names);
       const body: RequestBody<'updateDevice'> = { channel };
-      const moved = await eachDevice(rt, slug, devices, 'moved', (d) =>
+      const moved = await changeInTurns(rt, devices, named, `moved to ${channel} on ${slug}`, (d) =>
         caller.api.patch<Binding>(`${path}/${d.id}`, body),
       );
       if (flags.json) return printJson(rt, moved);
@@ -94,7 +93,7 @@ export function configureAppBindCommands(app: Command, rt: Runtime): void {
       checkAgentArguments(names, MAX_EACH);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const { slug, path, devices } = await devicesOf(caller, value, names);
-      const reconciled = await eachDevice(rt, slug, devices, 'reconciled', (d) =>
+      const reconciled = await changeInTurns(rt, devices, named, `reconciled on ${slug}`, (d) =>
         caller.api.post<Binding>(`${path}/${d.id}/reconcile`, {}),
       );
       if (flags.json) return printJson(rt, reconciled);
@@ -109,15 +108,6 @@ const count = (n: number) => `${n} ${n === 1 ? 'device' : 'devices'}`;
 function checkAgentArguments(names: readonly string[], max: number): void {
   if (names.length > max) throw new CliError(`at most ${max} agents at once, got ${names.length}`);
   if (names.some((name) => name.trim() === '')) throw new CliError('expected an agent name or id, got nothing');
-}
-
-/** `work` on each of `items`, `AT_ONCE` at a time, their results in the order of the items. */
-async function inTurns<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = [];
-  for (let i = 0; i < items.length; i += AT_ONCE) {
-    results.push(...(await Promise.all(items.slice(i, i + AT_ONCE).map(work))));
-  }
-  return results;
 }
 
 /** The ids of the agents named, in their order; an agent named twice (by name and by id, say) is an error. */
@@ -138,6 +128,7 @@ async function agentIdsOf(caller: SessionCaller, names: readonly string[]): Prom
 
 /** A device named by its agent, with the name it was given by. */
 type NamedDevice = Binding & { named: string };
+const named = (device: NamedDevice) => device.named;
 
 /** The application's devices of the agents named, each found before anything changes; an agent not bound is an error. */
 async function devicesOf(
@@ -162,38 +153,4 @@ async function devicesOf(
     );
   }
   return { slug: found.slug, path, devices: agentIds.map((id, i) => ({ ...byAgent.get(id)!, named: names[i]! })) };
-}
-
-/**
- * `change` made to each device, in turns; a refusal ends the command, saying which devices were
- * changed (`done`) and which were left as they were, and the coordinator's words for the refused one.
- */
-async function eachDevice<R>(
-  rt: Runtime,
-  slug: string,
-  devices: readonly NamedDevice[],
-  done: string,
-  change: (device: NamedDevice) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = [];
-  for (let i = 0; i < devices.length; i += AT_ONCE) {
-    const turn = devices.slice(i, i + AT_ONCE);
-    const settled = await Promise.allSettled(turn.map(change));
-    const refused = settled.findIndex((s) => s.status === 'rejected');
-    if (refused === -1) {
-      for (const s of settled) results.push((s as PromiseFulfilledResult<R>).value);
-      continue;
-    }
-    const named = (list: readonly NamedDevice[]) => list.map((d) => d.named).join(', ');
-    const changed = [...devices.slice(0, i), ...turn.filter((_, j) => settled[j]!.status === 'fulfilled')];
-    const left = devices.filter((d) => !changed.includes(d) && d !== turn[refused]);
-    if (changed.length > 0) rt.err(`drover: ${done} on ${slug}: ${named(changed)}\n`);
-    if (left.length > 0) rt.err(`drover: left as they were: ${named(left)}\n`);
-    const reason = (settled[refused] as PromiseRejectedResult).reason as unknown;
-    if (reason instanceof ApiError) {
-      throw new CliError(`${turn[refused]!.named}: ${reason.message}`, reason.exitCode, { cause: reason });
-    }
-    throw reason;
-  }
-  return results;
 }
