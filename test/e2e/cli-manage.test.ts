@@ -844,7 +844,7 @@ describe('drover agents --selector and drover agent label', () => {
     const dry = await inAcme(['agents', 'label', selector, 'ring=canary', '--dry-run']);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout.split('\n').map((line) => line.split(/ {2,}/))).toEqual([
-      ['AGENT', "OPERATORS' LABELS NOW", 'AFTER'],
+      ['AGENT', "OPERATORS' LABELS BEFORE", 'AFTER'],
       ['kiosk-munich-1', '-', 'ring=canary'],
       ['gw-berlin-1', '-', 'ring=canary'],
       [''],
@@ -856,14 +856,15 @@ describe('drover agents --selector and drover agent label', () => {
     const done = await inAcme(['agents', 'label', selector, 'ring=canary']);
     expect(done).toEqual({
       code: 0,
-      stdout: 'AGENT        LABELS\ngw-berlin-1  arch=arm64,os=linux,ring=canary,role=gateway,site=berlin\n',
+      stdout: "AGENT        OPERATORS' LABELS BEFORE  AFTER\ngw-berlin-1  -                         ring=canary\n",
       stderr: `Labelled 1 of 2 agents matching ${selector} (1 has the labels already)\n`,
     });
     expect(await operatorLabels(gateway)).toEqual({ ring: 'canary' });
 
     const removed = await inAcme(['agents', 'label', 'ring=canary', 'ring-', '--json']);
     expect(removed.stderr).toBe('Labelled 2 of 2 agents matching ring=canary\n');
-    expect(JSON.parse(removed.stdout).map((a: { id: string }) => a.id)).toEqual([kiosk, gateway]);
+    expect(JSON.parse(removed.stdout)).toMatchObject({ matching: 2, changed: 2, dryRun: false });
+    expect(JSON.parse(removed.stdout).agents.map((a: { id: string }) => a.id)).toEqual([kiosk, gateway]);
     expect([await operatorLabels(kiosk), await operatorLabels(gateway)]).toEqual([{}, {}]);
     expect(await inAcme(['agents', 'label', 'ring=canary', 'ring-'])).toEqual({
       code: 0,

@@ -184,6 +184,70 @@ describe('agent management', () => {
     }
   });
 
+  it("changes the operators' labels of every agent a selector matches, each audited, after a dry run", async () => {
+    for (const [agent, labels] of [
+      [first, { site: 'berlin', os: 'linux', arch: 'x64', zone: 'a' }],
+      [second, { site: 'munich', os: 'linux', arch: 'arm64', zone: 'b' }],
+    ] as const) {
+      const res = await agent.request('PUT', '/v1/agent/labels', { labels });
+      expect(res.status, res.text).toBe(200);
+    }
+    const path = `/orgs/${t.orgId}/agents/labels`;
+    const labelsOf = async (agent: TestAgent) =>
+      (await member.get(`/orgs/${t.orgId}/agents/${agent.agentId}`)).body.operatorLabels;
+    const [firstBefore, secondBefore] = [await labelsOf(first), await labelsOf(second)];
+    const dry = await member.post(path, { body: { selector: 'zone', set: { ring: 'canary' }, dryRun: true } });
+    expect(dry.status, dry.text).toBe(200);
+    expect(dry.body).toMatchObject({ matching: 2, changed: 2, dryRun: true });
+    expect(dry.body.agents.map((a: { id: string }) => a.id)).toEqual([second.agentId, first.agentId]);
+    expect(await labelsOf(first)).toEqual(firstBefore);
+
+    const done = await member.post(path, { body: { selector: 'zone=a', set: { ring: 'canary' } } });
+    expect(done.body).toEqual({
+      matching: 1,
+      changed: 1,
+      dryRun: false,
+      agents: [
+        { id: first.agentId, name: expect.any(String), from: firstBefore, to: { ...firstBefore, ring: 'canary' } },
+      ],
+    });
+    expect(await labelsOf(first)).toEqual({ ...firstBefore, ring: 'canary' });
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=agent.labels&targetId=${first.agentId}`);
+    expect(audit.body[0].metadata).toMatchObject({ to: { ring: 'canary' }, selector: 'zone=a' });
+    // The agent that has it already is not changed again; removing goes by key.
+    const both = await member.post(path, { body: { selector: 'zone', set: { ring: 'canary' } } });
+    expect(both.body).toMatchObject({ matching: 2, changed: 1, agents: [{ id: second.agentId }] });
+    const removed = await member.post(path, { body: { selector: 'ring=canary', remove: ['ring', 'absent'] } });
+    expect(removed.body).toMatchObject({ matching: 2, changed: 2 });
+    expect([await labelsOf(first), await labelsOf(second)]).toEqual([firstBefore, secondBefore]);
+
+    // Refused before anything changes: bad labels and keys, no change, a selector that does not parse.
+    for (const [body, detail] of [
+      [{ selector: 'zone', set: { Ring: 'x' } }, 'body.set.Ring'],
+      [{ selector: 'zone', remove: ['Ring'] }, 'body.remove.0'],
+      [{ selector: 'zone', set: { ring: 'a' }, remove: ['ring'] }, 'body.remove.0'],
+      [{ selector: 'zone' }, 'body'],
+      [{ selector: 'zone in a', set: { ring: 'a' } }, 'body.selector'],
+    ] as const) {
+      const res = await member.post(path, { body });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(res.body.details.map((d: { path: string }) => d.path)).toContain(detail);
+    }
+    // One agent that would carry too many labels: a 422 naming it, and no agent changed.
+    const keys = Array.from({ length: 32 - Object.keys(secondBefore).length }, (_, i) => `k${i}`);
+    const full = await member.post(path, {
+      body: { selector: 'zone=b', set: Object.fromEntries(keys.map((k) => [k, 'v'])) },
+    });
+    expect(full.status, full.text).toBe(200);
+    const over = await member.post(path, { body: { selector: 'zone', set: { one: 'more' } } });
+    expect(over.status).toBe(422);
+    expect(over.body.message).toContain(second.agentId);
+    expect(over.body.message).toContain(`at most 32 labels, got 33`);
+    expect(await labelsOf(first)).toEqual(firstBefore);
+    expect((await member.post(path, { body: { selector: 'zone=b', remove: keys } })).body.changed).toBe(1);
+    expect(await labelsOf(second)).toEqual(secondBefore);
+  });
+
   it('refuses labels past the rules with 422 naming the label, from operators and agents alike', async () => {
     const path = `/orgs/${t.orgId}/agents/${first.agentId}`;
     const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']));

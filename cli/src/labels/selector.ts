@@ -13,17 +13,17 @@ function refused(message: string, selector: string, position: number | null): Cl
 }
 
 /**
- * The coordinator's 422 for `selector` (its detail at `querystring.selector`) as the error to
+ * The coordinator's 422 for `selector` (its detail at `at`: `querystring.selector`) as the error to
  * print: the API's message, with a caret under the position it names; any other error unchanged.
  */
-export function selectorRefusal(error: unknown, selector: string): unknown {
+export function selectorRefusal(error: unknown, selector: string, at = 'querystring.selector'): unknown {
   if (!(error instanceof ApiError) || error.status !== 422) return error;
   const details = (error.body as { details?: unknown } | null)?.details;
   const detail = (Array.isArray(details) ? (details as unknown[]) : []).find(
     (d): d is { path: string; message: string } =>
       typeof d === 'object' &&
       d !== null &&
-      (d as { path?: unknown }).path === 'querystring.selector' &&
+      (d as { path?: unknown }).path === at &&
       typeof (d as { message?: unknown }).message === 'string',
   );
   if (detail === undefined) return error;

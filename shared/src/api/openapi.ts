@@ -1032,6 +1032,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/orgs/{orgId}/agents/labels': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Change the operators' labels of every agent a label selector matches: set some, remove some (docs/fleets.md); dryRun: what would change */
+    post: operations['relabelAgents'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/orgs/{orgId}/selector-matches': {
     parameters: {
       query?: never;
@@ -2336,6 +2353,26 @@ export interface components {
       };
       /** @description How many changes operators made to the agent (its name, its operators' labels): its ETag, a change's If-Match */
       revision: number;
+    };
+    RelabelledAgents: {
+      /** @description How many agents the selector matches (revoked ones left out) */
+      matching: number;
+      /** @description How many of them the change changed (would change, with dryRun): the others have it already */
+      changed: number;
+      dryRun: boolean;
+      /** @description The agents changed (would be), with their operators' labels before and after */
+      agents: {
+        id: string;
+        name: string;
+        /** @description The operators' labels before. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+        from: {
+          [key: string]: string;
+        };
+        /** @description The operators' labels after. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+        to: {
+          [key: string]: string;
+        };
+      }[];
     };
     /** @description What a trigger on this label selector would run on if called now: the agents it matches (revoked ones aside), those lacking the workflow, the workflows they report */
     SelectorMatches: {
@@ -8953,6 +8990,126 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  relabelAgents: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description A label selector (docs/fleets.md): the agents whose labels change (revoked ones left out) */
+          selector: string;
+          /** @description The labels to set on each agent, over the operators' labels it has. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+          set?: {
+            [key: string]: string;
+          };
+          /** @description The keys of the operators' labels to remove from each agent */
+          remove?: string[];
+          /** @description true: answer what would change, and change nothing */
+          dryRun?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RelabelledAgents'];
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };

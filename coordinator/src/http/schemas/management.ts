@@ -169,6 +169,44 @@ export const ManagedWorkflowSchema = named('Workflow', {
   },
 } as const);
 
+/** What a change of the labels of the agents a selector matches did, or would do (`dryRun`). */
+export const RelabelledSchema = named('RelabelledAgents', {
+  type: 'object',
+  examples: [
+    {
+      matching: 14,
+      changed: 1,
+      dryRun: false,
+      agents: [
+        { id: agentExample.id, name: 'edge-lab-01', from: { site: 'munich' }, to: { ring: 'canary', site: 'munich' } },
+      ],
+    },
+  ],
+  required: ['matching', 'changed', 'dryRun', 'agents'],
+  properties: {
+    matching: { type: 'integer', description: 'How many agents the selector matches (revoked ones left out)' },
+    changed: {
+      type: 'integer',
+      description: 'How many of them the change changed (would change, with dryRun): the others have it already',
+    },
+    dryRun: { type: 'boolean' },
+    agents: {
+      type: 'array',
+      description: "The agents changed (would be), with their operators' labels before and after",
+      items: {
+        type: 'object',
+        required: ['id', 'name', 'from', 'to'],
+        properties: {
+          id: uuid,
+          name,
+          from: labelsSchema("The operators' labels before"),
+          to: labelsSchema("The operators' labels after"),
+        },
+      },
+    },
+  },
+} as const);
+
 export const SelectorMatchesSchema = named('SelectorMatches', {
   type: 'object',
   description:

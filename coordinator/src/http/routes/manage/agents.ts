@@ -1,17 +1,23 @@
 import type { FastifyInstance } from 'fastify';
-import { editAgent } from '../../../domain/agents/agent-edits.js';
+import { editAgent, relabelMatching } from '../../../domain/agents/agent-edits.js';
 import { selectorFrom } from '../../../domain/agents/agent-labels.js';
 import { listAgents } from '../../../domain/agents/agent-list.js';
 import { AGENT_STATUSES, type AgentStatus } from '../../../domain/model/agents.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
-import { notFound } from '../../../errors.js';
+import { invalid, notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { entityTag, etagHeader, ifMatchHeader, ifMatchVersion } from '../../if-match.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
-import { AgentSchema, labelsSchema, noQuery, SelectorMatchesSchema } from '../../schemas/management.js';
+import {
+  AgentSchema,
+  labelsSchema,
+  noQuery,
+  RelabelledSchema,
+  SelectorMatchesSchema,
+} from '../../schemas/management.js';
 import { selectorMatches } from '../../../domain/fleet/selector-matches.js';
-import { MAX_SELECTOR_LENGTH } from '@drover/shared';
+import { MAX_LABELS, MAX_SELECTOR_LENGTH } from '@drover/shared';
 import { MAX_WORKFLOW_NAME_LENGTH } from '../../../domain/triggers/triggers.js';
 import { toManagedWorkflow } from './workflows.js';
 import {
@@ -111,6 +117,71 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
       void reply.header(TOTAL_COUNT_HEADER, String(page.matching));
       if (page.next !== null) void reply.header(NEXT_CURSOR_HEADER, String(page.next));
       return page.agents;
+    },
+  );
+
+  app.post<{
+    Params: { orgId: string };
+    Body: { selector: string; set?: Record<string, string>; remove?: string[]; dryRun?: boolean };
+  }>(
+    '/orgs/:orgId/agents/labels',
+    {
+      config: { action: 'agents.edit' },
+      schema: {
+        operationId: 'relabelAgents',
+        summary:
+          "Change the operators' labels of every agent a label selector matches: set some, remove some (docs/fleets.md); dryRun: what would change",
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['selector'],
+          properties: {
+            selector: {
+              type: 'string',
+              minLength: 1,
+              maxLength: MAX_SELECTOR_LENGTH,
+              description: 'A label selector (docs/fleets.md): the agents whose labels change (revoked ones left out)',
+            },
+            set: labelsSchema("The labels to set on each agent, over the operators' labels it has"),
+            remove: {
+              type: 'array',
+              maxItems: MAX_LABELS,
+              uniqueItems: true,
+              items: { type: 'string', maxLength: 63 },
+              description: "The keys of the operators' labels to remove from each agent",
+            },
+            dryRun: { type: 'boolean', description: 'true: answer what would change, and change nothing' },
+          },
+          examples: [
+            { selector: 'site=berlin,role=gateway', set: { ring: 'canary' } },
+            { selector: 'ring', remove: ['ring'] },
+          ],
+        },
+        response: { 200: RelabelledSchema, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request) => {
+      const actor = await requireOrgRole(request, request.params.orgId);
+      const { selector, set = {}, remove = [], dryRun = false } = request.body;
+      const { repos, audit, deviceGroups } = app.ctx;
+      const requirements = selectorFrom(selector, 'body.selector');
+      if (requirements.length === 0) {
+        throw invalid(
+          'body.selector',
+          'must select by at least one label (to reach every agent, select one they all have, such as os)',
+        );
+      }
+      const result = await relabelMatching(
+        { agents: repos.agents, audit, deviceGroups },
+        actor,
+        { source: selector, requirements },
+        { set, remove },
+        dryRun,
+      );
+      return { matching: result.matching, changed: result.agents.length, dryRun, agents: result.agents };
     },
   );
 
