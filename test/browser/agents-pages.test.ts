@@ -349,4 +349,56 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     await page().getByRole('status').filter({ hasText: 'Labels saved.' }).waitFor();
     expect((await t.owner.get(path)).body.operatorLabels).toEqual({ rack: 'r2', tier: 'gold' });
   });
+
+  it("labels every agent the page's selector matches, after a preview of what would change", async () => {
+    // kiosk-000, -010, …, -100 report tier=gold (and any an earlier test gave it); kiosk-050 has ring=canary already.
+    const listed = await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/agents?selector=tier%3Dgold`);
+    const gold = listed.body.map((a) => ({ agentId: a.id }));
+    expect(gold.map((a) => a.agentId)).toContain(fleet[100]!.agentId);
+    const canary = await t.owner.patch(`/orgs/${t.orgId}/agents/${fleet[50]!.agentId}`, {
+      body: { labels: { ring: 'canary' } },
+    });
+    expect(canary.status, canary.text).toBe(200);
+    await page().goto(`/orgs/${t.orgId}/agents?selector=${encodeURIComponent('tier=gold')}`);
+    await expect.poll(() => count().innerText()).toBe(`${gold.length} of ${FLEET} agents match.`);
+    await page().getByRole('button', { name: 'Label these agents' }).click();
+    const form = page().getByRole('form', { name: 'Label the agents matching tier=gold' });
+    const toSet = form.getByLabel('Labels to set');
+    expect(await toSet.evaluate((el) => el === el.ownerDocument.activeElement)).toBe(false);
+
+    // Checked in the browser first: nothing is sent.
+    await toSet.fill('Ring=canary');
+    await form.getByRole('button', { name: 'Preview' }).click();
+    expect(await form.getByRole('alert').innerText()).toContain('Labels to set: "Ring" is not a label key');
+    await toSet.fill('ring=canary');
+    await form.getByLabel('Labels to remove').fill('legacy');
+    await form.getByRole('button', { name: 'Preview' }).click();
+    const preview = form.getByRole('region', { name: /^Would change/ });
+    await preview.waitFor();
+    expect(await preview.getByRole('heading').innerText()).toBe(
+      `Would change ${gold.length - 1} of ${gold.length} agents (1 has the labels already)`,
+    );
+    expect(await preview.getByRole('row').count()).toBe(gold.length); // the header and the agents that change
+    expect(await preview.getByRole('row', { name: /kiosk-100/ }).innerText()).toMatch(/kiosk-100\s+none\s+ring=canary/);
+    await expectAccessible(page(), 'the labels form of the agents a selector matches, previewed');
+    expect((await t.owner.get(`/orgs/${t.orgId}/agents/${gold[0]!.agentId}`)).body.operatorLabels).toEqual({});
+
+    await form.getByRole('button', { name: `Change ${gold.length - 1} agents` }).click();
+    await page()
+      .getByRole('status')
+      .filter({ hasText: `Labelled ${gold.length - 1} of ${gold.length} agents (1 has the labels already).` })
+      .waitFor();
+    for (const agent of gold) {
+      expect((await t.owner.get(`/orgs/${t.orgId}/agents/${agent.agentId}`)).body.operatorLabels).toMatchObject({
+        ring: 'canary',
+      });
+    }
+    expect(
+      await page()
+        .getByRole('button', { name: 'Label these agents' })
+        .evaluate((el) => el === el.ownerDocument.activeElement),
+    ).toBe(true);
+    // The list shows the new labels.
+    await expect.poll(() => rows().filter({ hasText: 'ring=canary' }).count()).toBe(gold.length);
+  });
 });

@@ -15,6 +15,7 @@ import { AGENT_STATUSES, STATUS_WORDS } from '../components/agent-words';
 import { describeParam, limited, workflowLimitWords } from '../components/workflow-words';
 
 import { EnrollmentTokens } from './EnrollmentTokens';
+import { RelabelAgentsForm } from './RelabelAgentsForm';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { useSearchText } from './use-search-text';
@@ -100,6 +101,9 @@ export function AgentsPage() {
               {agents.isPlaceholderData ? 'Counting…' : matchWords(filtering, matching, total, parsed.error !== null)}
             </p>
           </div>
+          {filters.selector !== undefined && allows(org, 'agents.edit') && (
+            <RelabelAgents key={filters.selector} orgId={orgId} selector={filters.selector} />
+          )}
           {shown.length === 0 && filtering && (
             <p>
               {selector.trim() === '' && name.trim() === ''
@@ -146,6 +150,46 @@ export function AgentsPage() {
       {allows(org, 'agents.enroll') && <EnrollAgent orgId={orgId} />}
       <EnrollmentTokens orgId={orgId} org={org} />
     </section>
+  );
+}
+
+/**
+ * The Agents page's way to label what its selector matches: a button that opens the form
+ * (RelabelAgentsForm), and what the last change did, until the next.
+ */
+function RelabelAgents(props: { orgId: string; selector: string }) {
+  const [open, setOpen] = useState(false);
+  const [done, setDone] = useState<string | null>(null);
+  // Closed, the keyboard is back on the button that opened the form.
+  const opener = useReturnFocus(open);
+  if (open) {
+    return (
+      <RelabelAgentsForm
+        orgId={props.orgId}
+        selector={props.selector}
+        onClose={(result) => {
+          setOpen(false);
+          setDone(result);
+        }}
+      />
+    );
+  }
+  return (
+    <div className="actions">
+      <button
+        type="button"
+        ref={opener}
+        onClick={() => {
+          setDone(null);
+          setOpen(true);
+        }}
+      >
+        Label these agents
+      </button>
+      <p role="status" className="saved">
+        {done ?? ''}
+      </p>
+    </div>
   );
 }
 
