@@ -335,7 +335,7 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     const alert = form.getByRole('alert');
     await alert.waitFor();
     expect(await alert.innerText()).toContain(
-      "Nothing was saved: the operators' labels of this agent were changed elsewhere since this form opened.",
+      "Nothing was saved: this agent was changed elsewhere since this form opened (its operators' labels or its name).",
     );
     expect((await t.owner.get(path)).body.operatorLabels).toEqual({ rack: 'r1', site: 'munich', tier: 'gold' });
     await expectAccessible(page(), 'the labels form refused as made from labels changed since');

@@ -21,8 +21,10 @@ export async function changeLabels(caller: SessionCaller, agent: Agent, changes:
     if (isDeepStrictEqual(labels, agent.operatorLabels)) return agent;
     try {
       const body: RequestBody<'updateAgent'> = { labels };
-      return (await caller.api.call<Agent>('PATCH', path, { body, headers: { 'if-match': `"${agent.revision}"` } }))
-        .body;
+      // A coordinator older than revisions answers none (during an upgrade): the change is made onto the agent as it is.
+      const headers: Record<string, string> =
+        typeof agent.revision === 'number' ? { 'if-match': `"${agent.revision}"` } : {};
+      return (await caller.api.call<Agent>('PATCH', path, { body, headers })).body;
     } catch (error) {
       if (!(error instanceof ApiError && error.status === 412) || attempt === LABEL_ATTEMPTS) throw error;
       agent = await caller.api.get<Agent>(path);

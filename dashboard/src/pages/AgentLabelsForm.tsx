@@ -1,6 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
-import { MAX_LABELS } from '@drover/shared/labels';
+import { formatLabels, MAX_LABELS } from '@drover/shared/labels';
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { api, ApiError, apiPath } from '../api/client';
 import { agentQuery, agentsKey } from '../api/queries';
@@ -40,8 +40,8 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
   // The agent as the rows were made from it: a save replaces its labels at that revision only
   // (`If-Match`), never labels another tab, person or script set meanwhile (a 412, below).
   const [base, setBase] = useState(agent);
-  /** The rows were made again onto labels changed elsewhere: saying so until the next save. */
-  const [rebased, setRebased] = useState(false);
+  /** The form was brought onto the agent as it is now, whose labels (or only name) had changed: said until the next save. */
+  const [rebased, setRebased] = useState<'labels' | 'name' | null>(null);
   /** After the first save the rows are checked as they are typed; before it, nobody is told off mid-word. */
   const [checked, setChecked] = useState(false);
   const focusRow = useRef<number | null>(null);
@@ -50,7 +50,8 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
     mutationFn: (labels: Record<string, string>) =>
       api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, {
         body: { labels },
-        headers: { 'if-match': `"${base.revision}"` },
+        // A coordinator older than revisions answers none (during an upgrade): saved onto the labels as they are.
+        headers: typeof base.revision === 'number' ? { 'if-match': `"${base.revision}"` } : {},
       }),
     onSuccess: (updated) => {
       queryClient.setQueryData(agentQuery(orgId, agent.id).queryKey, updated);
@@ -63,12 +64,18 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
   const rebase = useMutation({
     mutationFn: () => queryClient.fetchQuery({ ...agentQuery(orgId, agent.id), staleTime: 0 }),
     onSuccess: (latest) => {
-      setRows(rowsOrBlank(rebaseLabels(labelsOf(rows), base.operatorLabels, latest.operatorLabels)));
+      const labelsMoved = formatLabels(latest.operatorLabels) !== formatLabels(base.operatorLabels);
+      if (labelsMoved) setRows(rowsOrBlank(rebaseLabels(labelsOf(rows), base.operatorLabels, latest.operatorLabels)));
       setBase(latest);
-      setRebased(true);
+      setRebased(labelsMoved ? 'labels' : 'name');
       save.reset();
     },
   });
+  // The rows as they are must be labels first: a key typed twice would lose a row in the making.
+  const makeOnto = () => {
+    setChecked(true);
+    if (rowProblems(rows).size === 0 && rowsProblem(rows) === null) rebase.mutate();
+  };
   useEffect(() => {
     if (focusRow.current === null) return;
     document.getElementById(`label-${focusRow.current}-key`)?.focus();
@@ -107,7 +114,7 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
       if (first) document.getElementById(inputId(first, problems.get(first.id)!.key ? 'key' : 'value'))?.focus();
       return;
     }
-    setRebased(false);
+    setRebased(null);
     save.mutate(labelsOf(rows));
   };
   const escape = (event: KeyboardEvent) => {
@@ -132,9 +139,10 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
       {changedElsewhere ? (
         <div role="alert" className="error">
           <p>
-            Nothing was saved: the operators&apos; labels of this agent were changed elsewhere since this form opened.
+            Nothing was saved: this agent was changed elsewhere since this form opened (its operators&apos; labels or
+            its name).
           </p>
-          <button type="button" onClick={() => rebase.mutate()} disabled={rebase.isPending}>
+          <button type="button" onClick={makeOnto} disabled={rebase.isPending}>
             Make my changes onto its labels as they are now
           </button>
           {rebase.error ? <ErrorMessage error={rebase.error} /> : null}
@@ -149,10 +157,11 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
       ) : (
         <ErrorMessage error={save.error} />
       )}
-      {rebased && (
+      {rebased !== null && (
         <p role="status">
-          Your changes are made onto the agent&apos;s labels as they are now, with those set elsewhere: check them, then
-          save.
+          {rebased === 'labels'
+            ? 'Your changes are made onto the agent’s labels as they are now, with those set elsewhere: check them, then save.'
+            : 'Only its name was changed elsewhere; its labels are as they were: save again.'}
         </p>
       )}
       {rows.length === 0 && <p>No label: saving removes the operators&apos; labels of this agent.</p>}

@@ -67,16 +67,19 @@ export async function editAgent(
       }
       continue;
     }
+    // Both audited before the device groups are evaluated: a failure there leaves no change unaudited.
     if (edit.operatorLabels !== undefined) {
       await deps.audit.record(
         userAction(actor, 'agent.labels', 'agent', agent.id, { from: before.operatorLabels, to: agent.operatorLabels }),
       );
-      await deps.deviceGroups.agentsChanged(actor.orgId, [agent.id], { actorType: 'user', actorId: actor.userId });
     }
     if (edit.name !== undefined) {
       await deps.audit.record(
         userAction(actor, 'agent.rename', 'agent', agent.id, { from: before.name, to: agent.name }),
       );
+    }
+    if (edit.operatorLabels !== undefined) {
+      await deps.deviceGroups.agentsChanged(actor.orgId, [agent.id], { actorType: 'user', actorId: actor.userId });
     }
     return agent;
   }
@@ -158,21 +161,27 @@ export async function relabelMatching(
   }
   if (dryRun) return { matching: matching.length, agents: planned };
   const done: Relabelled[] = [];
-  // Some at a time, so that the writes and audit entries of a fleet share their commits.
-  for (let i = 0; i < planned.length; i += RELABEL_AT_ONCE) {
-    const turn = planned.slice(i, i + RELABEL_AT_ONCE);
-    for (const written of await Promise.all(
-      turn.map((plan) => relabelOne(deps, actor, plan.id, change, selector.source)),
-    )) {
-      if (written) done.push(written);
+  try {
+    // Some at a time, so that the writes and audit entries of a fleet share their commits.
+    for (let i = 0; i < planned.length; i += RELABEL_AT_ONCE) {
+      const turn = planned.slice(i, i + RELABEL_AT_ONCE);
+      const settled = await Promise.allSettled(
+        turn.map((plan) => relabelOne(deps, actor, plan.id, change, selector.source)),
+      );
+      for (const result of settled) if (result.status === 'fulfilled' && result.value) done.push(result.value);
+      const failed = settled.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
     }
-  }
-  if (done.length > 0) {
-    await deps.deviceGroups.agentsChanged(
-      actor.orgId,
-      done.map((a) => a.id),
-      { actorType: 'user', actorId: actor.userId },
-    );
+  } finally {
+    // The device groups follow every matching agent that has the labels now, also when the change
+    // stopped halfway: the agents it changed, and those that had the labels already (a change made
+    // again after one that stopped before this pass moves those it had changed).
+    const changedIds = new Set(done.map((a) => a.id));
+    const plannedIds = new Set(planned.map((a) => a.id));
+    const ids = matching.filter((a) => changedIds.has(a.id) || !plannedIds.has(a.id)).map((a) => a.id);
+    if (ids.length > 0) {
+      await deps.deviceGroups.agentsChanged(actor.orgId, ids, { actorType: 'user', actorId: actor.userId });
+    }
   }
   return { matching: matching.length, agents: done };
 }
