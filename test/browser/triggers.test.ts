@@ -471,7 +471,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     expect(owner.problems).toEqual([]);
   });
 
-  it('saves nothing over a change made elsewhere since the form opened, and loads the trigger as it is now', async () => {
+  it('saves nothing over a change made elsewhere since the form opened, and makes its changes onto the trigger as it is now', async () => {
     const { trigger, read } = await openNightlyForm();
     const zone = page().getByLabel('Time zone');
     expect(await zone.inputValue()).toBe('Europe/Paris');
@@ -484,11 +484,13 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     expect(await read()).toMatchObject({ cronTimezone: 'Asia/Tokyo', cronOverlapPolicy: 'queue' });
     await expectAccessible(page(), 'the form refused over a change made elsewhere');
 
-    await alert.getByRole('button', { name: 'Load it as it is now' }).click();
+    // The other tab's zone, with this form's overlap policy made onto it, shown to check before saving.
+    await alert.getByRole('button', { name: 'Make my changes onto it as it is now' }).click();
     await waitFor(async () => expect(await zone.inputValue()).toBe('Asia/Tokyo'));
-    expect(await page().getByLabel('While the previous run is going').inputValue()).toBe('queue');
+    expect(await page().getByLabel('While the previous run is going').inputValue()).toBe('skip');
     expect(await alert.count()).toBe(0);
-    await page().getByLabel('While the previous run is going').selectOption('skip');
+    expect(await page().getByRole('status').filter({ hasText: 'with the fields you changed' }).count()).toBe(1);
+    expect(await read()).toMatchObject({ cronTimezone: 'Asia/Tokyo', cronOverlapPolicy: 'queue' });
     await page().getByRole('button', { name: 'Save trigger' }).click();
     await page().waitForURL((url) => url.pathname === trigger);
     expect(await read()).toMatchObject({ cronTimezone: 'Asia/Tokyo', cronOverlapPolicy: 'skip' });

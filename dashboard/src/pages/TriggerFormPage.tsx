@@ -113,6 +113,18 @@ const EMPTY: Draft = {
   chatAllowedUserIds: '',
 };
 
+/**
+ * The fields `mine` changed from `base` (the trigger the form opened on), made onto `theirs` (the
+ * trigger as another change left it): what the form becomes when that change refused its save.
+ */
+export function rebaseDraft(mine: Draft, base: Draft, theirs: Draft): Draft {
+  const merged: Draft = { ...theirs };
+  for (const key of Object.keys(mine) as (keyof Draft)[]) {
+    if (mine[key] !== base[key]) (merged as unknown as Record<string, unknown>)[key] = mine[key];
+  }
+  return merged;
+}
+
 function draftOf(t: Trigger): Draft {
   return {
     name: t.name,
@@ -303,12 +315,14 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   });
   const errors = fieldErrors(save.error, [...FIELDS, ...TARGET_FIELDS[draft.target]]);
   const changedElsewhere = save.error instanceof ApiError && save.error.statusCode === 412;
-  // The trigger as it is now, in place of the form's fields and their version.
+  // The trigger as it is now, with the fields this form changed made onto it, and its version.
+  const [rebased, setRebased] = useState(false);
   const loadAgain = useMutation({
     mutationFn: () => queryClient.fetchQuery({ ...triggerQuery(orgId, base!.id), staleTime: 0 }),
     onSuccess: (latest) => {
+      setDraft(rebaseDraft(draft, draftOf(base!), draftOf(latest)));
       setBase(latest);
-      setDraft(draftOf(latest));
+      setRebased(true);
       save.reset();
     },
   });
@@ -318,6 +332,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
     setDraft((d) => ({ ...d, target, scopeType: target === 'selector' ? 'workflow' : d.scopeType }));
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
+    setRebased(false);
     save.mutate(
       { sent: draft, unreadable: unreadableNumbers(event.currentTarget) },
       // Called only while the form is still shown (TanStack Query drops a call's callbacks at unmount).
@@ -347,17 +362,19 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
       <form onSubmit={submit} noValidate>
         {changedElsewhere ? (
           <div role="alert" className="error">
-            <p>
-              Nothing was saved: this trigger was changed elsewhere since this form opened. Load it as it is now to see
-              that change; the form's fields are then replaced by it, so note down what you changed first.
-            </p>
+            <p>Nothing was saved: this trigger was changed elsewhere since this form opened.</p>
             <button type="button" onClick={() => loadAgain.mutate()} disabled={loadAgain.isPending}>
-              Load it as it is now
+              Make my changes onto it as it is now
             </button>
             {loadAgain.error ? <ErrorMessage error={loadAgain.error} /> : null}
           </div>
         ) : (
           <FormError error={save.error} errors={errors} />
+        )}
+        {rebased && !changedElsewhere && (
+          <p role="status">
+            The form shows the trigger as it is now, with the fields you changed made onto it: check them, then save.
+          </p>
         )}
         <div className="form-grid">
           {text('name', 'Name')}
