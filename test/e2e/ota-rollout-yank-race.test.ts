@@ -57,6 +57,14 @@ afterAll(async () => {
   await database?.drop();
 }, 60_000);
 
+/** What every other session of the database is doing (for a failure's message). */
+async function sessions(): Promise<unknown[]> {
+  return lock.query(
+    `SELECT pid, state, wait_event_type, wait_event, left(query, 200) AS query, now() - query_start AS running
+     FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  );
+}
+
 /** The coordinator's statements waiting for a lock the test holds. */
 async function waiting(): Promise<number> {
   const rows = await lock.query<{ n: number }>(
@@ -91,13 +99,14 @@ describe('a yank racing a move of its rollout', { timeout: 120_000 }, () => {
       yank = t.owner.post(`${base}/${r.id}/yank`);
       // Should it not wait, say what it answered instead (it failed so once in CI, not reproduced).
       let answered = 'no answer yet';
-      let seen = 0;
       void yank.then((res) => (answered = `answered ${res.status} ${res.text}`));
-      await eventually(
-        async () => (seen = await waiting()) === 2,
-        30_000,
-        () => `the yank to wait for the rollout (${seen} waiting; the yank: ${answered})`,
-      );
+      const yankWaits = await eventually(async () => (await waiting()) === 2, 30_000).catch(() => false);
+      if (!yankWaits) {
+        throw new Error(
+          `the yank did not come to wait for the rollout within 30 s; the yank: ${answered}; ` +
+            `the database's sessions: ${JSON.stringify(await sessions())}`,
+        );
+      }
     } finally {
       await lock.query('ROLLBACK');
     }
