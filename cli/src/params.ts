@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { CliError } from './errors.js';
+import { readInputFile } from './input-file.js';
 
 /** commander's collector of a repeatable option. */
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -68,12 +68,7 @@ function setParam(params: Record<string, unknown>, name: string, value: unknown)
 }
 
 function readParamsFile(file: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new CliError(`--params-file: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
-  }
+  const text = readInputFile(file, '--params-file');
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -34,10 +34,22 @@ export function loadSettings(flags: GlobalFlags, rt: Runtime): Settings {
   const url = given(flags.url, '--url', "the coordinator's URL", 'DROVER_URL');
   return Object.freeze({
     url: url === null ? null : coordinatorUrl(url, flags.url !== undefined ? '--url' : 'DROVER_URL'),
-    token: given(flags.token, '--token', 'an API token (drv_...)', 'DROVER_TOKEN'),
+    token: apiToken(given(flags.token, '--token', 'an API token (drv_...)', 'DROVER_TOKEN'), flags.token !== undefined),
     org: given(flags.org, '--org', "an organization's id or name", 'DROVER_ORG'),
     configDir: configDir(rt),
   });
+}
+
+/**
+ * The token as given, refused when it holds a space or a control character: no token does, and an
+ * HTTP header cannot carry one (a line break pasted with it would otherwise be reported as the
+ * coordinator being out of reach).
+ */
+function apiToken(token: string | null, fromFlag: boolean): string | null {
+  if (token === null || /^[\x21-\x7e]+$/.test(token)) return token;
+  const source = fromFlag ? '--token' : 'DROVER_TOKEN';
+  const what = /\s/.test(token) ? 'a space or a line break' : 'a character that is not printable ASCII';
+  throw new CliError(`${source}: an API token (drv_...) is one word of printable ASCII; this one holds ${what}`);
 }
 
 /** `$XDG_CONFIG_HOME/drover` when that is an absolute path, else `~/.config/drover`. */

@@ -34,6 +34,14 @@ describe('--param and --params-file', () => {
       fs.writeFileSync(path.join(dir, 'list.json'), '[1]');
       expect(() => buildParams(dir, [], 'list.json')).toThrow(/must hold a JSON object of params, got an array/);
       expect(() => buildParams(dir, [], 'missing.json')).toThrow(/cannot read .*missing\.json: ENOENT/);
+      // A device or a file past 1 MiB is refused before it is read, not read until memory runs out.
+      expect(() => buildParams(dir, [], '/dev/zero')).toThrow(
+        '--params-file: cannot read /dev/zero: it is a device, not a regular file (EINVAL): remove it',
+      );
+      fs.writeFileSync(path.join(dir, 'big.json'), `{"a":"${'x'.repeat(1024 * 1024)}"}`);
+      expect(() => buildParams(dir, [], 'big.json')).toThrow(
+        /cannot read .*big\.json: it holds more than 1048576 bytes/,
+      );
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

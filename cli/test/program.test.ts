@@ -121,6 +121,30 @@ describe('usage errors', () => {
     }
   });
 
+  it('refuses a token with a line break, a space or a control character before any call', async () => {
+    for (const [args, env, stderr] of [
+      [
+        ['--token', 'drv_a\nb'],
+        {},
+        '--token: an API token (drv_...) is one word of printable ASCII; this one holds a space or a line break',
+      ],
+      [
+        [],
+        { DROVER_TOKEN: 'drv_a b' },
+        'DROVER_TOKEN: an API token (drv_...) is one word of printable ASCII; this one holds a space or a line break',
+      ],
+      [
+        [],
+        { DROVER_TOKEN: 'drv_\u0000é' },
+        'DROVER_TOKEN: an API token (drv_...) is one word of printable ASCII; this one holds a character that is not printable ASCII',
+      ],
+    ] as const) {
+      const rt = testRuntime({ env: { DROVER_URL: 'http://127.0.0.1:1', ...env } });
+      expect(await runCli(['workflows', ...args], rt)).toBe(2);
+      expect(rt.stderr()).toBe(`drover: ${stderr}\n`);
+    }
+  });
+
   it('refuses options that need another one', async () => {
     const rt = testRuntime({ env: { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x' } });
     expect(await runCli(['run', 'x', '--logs'], rt)).toBe(2);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { releaseSignedBy, rotationProblem } from '@drover/shared';
 import { runCli } from '../src/program.js';
@@ -479,6 +480,24 @@ describe('drover release keygen, sign and rotate-keys (offline)', () => {
         artifact,
       ]),
     ).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a release key: expected one line') });
+    expect(
+      await cli(['release', 'sign', '--key', '/dev/zero', '--app', 'fw', '1', '--sequence', '1', '--file', artifact]),
+    ).toMatchObject({
+      code: 2,
+      stderr: 'drover: the key file: cannot read /dev/zero: it is a device, not a regular file (EINVAL): remove it\n',
+    });
+  });
+
+  it('reads a rotation statement of at most 1 MiB, from a file or standard input', async () => {
+    const stdin = new PassThrough();
+    const rt = testRuntime({ stdin });
+    stdin.end(Buffer.alloc(1024 * 1024 + 1, 0x20));
+    expect(await runCli(['app', 'release-keys', 'fw', '--rotation', '-'], rt)).toBe(2);
+    expect(rt.stderr()).toBe('drover: the rotation: standard input holds more than 1048576 bytes\n');
+    expect(await cli(['app', 'release-keys', 'fw', '--rotation', '/dev/zero'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: the rotation: cannot read /dev/zero: it is a device, not a regular file (EINVAL): remove it\n',
+    });
   });
 
   it('signs a rotation to a new key set with a key of the current one', async () => {

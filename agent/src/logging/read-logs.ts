@@ -91,13 +91,23 @@ function emit(text: string, filter: LogFilter, onLine: (line: LogLine) => void):
   if (text.startsWith('{')) {
     try {
       const parsed = JSON.parse(text) as unknown;
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) record = parsed as LogRecord;
+      // A record of the agent's logger has its level and time; any other JSON (a line damaged by a
+      // crash, `{}`) is shown as the text it is rather than as an empty INFO line.
+      if (isRecord(parsed)) record = parsed;
     } catch {
       record = null;
     }
   }
   const line = { text, record };
   if (matches(line, filter)) onLine(line);
+}
+
+function isRecord(value: unknown): value is LogRecord {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { level, time } = value as { level?: unknown; time?: unknown };
+  return (
+    (typeof level === 'number' || typeof level === 'string') && (typeof time === 'number' || typeof time === 'string')
+  );
 }
 
 /** Reads a file from an offset onwards, line by line, keeping a partial last line for later. */

@@ -25,10 +25,12 @@ describe('readLogs', () => {
     fs.writeFileSync(path.join(logs, 'agent.log.2'), rec('one') + rec('two'));
     fs.writeFileSync(path.join(logs, 'agent.log.1'), rec('three'));
     fs.writeFileSync(path.join(logs, 'agent.log.10'), rec('zero'));
-    fs.writeFileSync(path.join(logs, 'agent.log'), `${rec('four')}not json\n${rec('five')}`);
+    // Damaged lines (JSON that is no record of the logger) are shown as their text.
+    fs.writeFileSync(path.join(logs, 'agent.log'), `${rec('four')}not json\n{}\n{"msg":"x"}\n${rec('five')}`);
     const seen: LogLine[] = [];
     readLogs(stateDir, {}, (l) => seen.push(l)).close();
-    expect(msgs(seen)).toEqual(['zero', 'one', 'two', 'three', 'four', 'not json', 'five']);
+    expect(msgs(seen)).toEqual(['zero', 'one', 'two', 'three', 'four', 'not json', '{}', '{"msg":"x"}', 'five']);
+    expect(seen.filter((l) => l.record === null)).toHaveLength(3);
   });
 
   it('filters by job (by its beginning too) and by level, dropping lines that are not records', () => {

@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
+import { readInput } from '../input-file.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
 import { findApp } from '../session/lookups.js';
@@ -34,7 +34,7 @@ export function configureAppReleaseKeysCommand(app: Command, rt: Runtime): void 
     .action(async (name: string, flags: ReleaseKeysFlags, command: Command) => {
       if (flags.key !== undefined && flags.rotation !== undefined)
         throw new CliError('give --key or --rotation, not both');
-      const rotation = flags.rotation === undefined ? undefined : readRotation(flags.rotation);
+      const rotation = flags.rotation === undefined ? undefined : await readRotation(rt, flags.rotation);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const found = await findApp(caller, name);
       let shown: App = found;
@@ -51,13 +51,8 @@ export function configureAppReleaseKeysCommand(app: Command, rt: Runtime): void 
     });
 }
 
-function readRotation(file: string): unknown {
-  let text: string;
-  try {
-    text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch (error) {
-    throw new CliError(`cannot read the rotation ${file}: ${(error as Error).message}`);
-  }
+async function readRotation(rt: Runtime, file: string): Promise<unknown> {
+  const text = await readInput(rt, file, 'the rotation');
   try {
     return JSON.parse(text);
   } catch {

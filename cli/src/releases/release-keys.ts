@@ -12,6 +12,7 @@ import {
   type SignedReleaseFields,
 } from '@drover/shared';
 import { CliError } from '../errors.js';
+import { readInputFile } from '../input-file.js';
 
 /**
  * Release keys on the signer's machine (docs/ota.md, "Release keys"): a private key is a file of
@@ -43,12 +44,7 @@ export function writeNewReleaseKey(file: string): string {
 
 /** The private key in `file`, with its public key; a clear error when the file is not one. */
 export function readReleaseKey(file: string): { privateKey: KeyObject; publicKey: string } {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new CliError(`cannot read the key file ${file}: ${(error as Error).message}`);
-  }
+  const text = readInputFile(file, 'the key file');
   try {
     const privateKey = privateKeyFromBase64(text.trim());
     return { privateKey, publicKey: publicKeyOf(privateKey) };
