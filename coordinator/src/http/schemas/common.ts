@@ -1,3 +1,4 @@
+import { MAX_SELECTOR_LENGTH } from '@drover/shared';
 import { UUID_PATTERN } from '../../util/ids.js';
 import { ErrorCodes } from '../../errors.js';
 
@@ -53,3 +54,14 @@ export const emptyBody = {
   maxProperties: 0,
   examples: [{}],
 } as const;
+
+/** A label selector (docs/fleets.md) in a query string or a body; `nonEmpty` refuses `""` (422). */
+export function selectorSchema(description: string, options: { nonEmpty?: boolean; examples?: string[] } = {}) {
+  return {
+    type: 'string' as const,
+    ...(options.nonEmpty ? { minLength: 1 } : {}),
+    maxLength: MAX_SELECTOR_LENGTH,
+    description,
+    ...(options.examples ? { examples: options.examples } : {}),
+  };
+}

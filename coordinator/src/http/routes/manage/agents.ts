@@ -8,7 +8,7 @@ import { invalid, notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { entityTag, etagHeader, ifMatchHeader, ifMatchVersion } from '../../if-match.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
+import { errorResponses, idParams, orgParams, selectorSchema, uuid } from '../../schemas/common.js';
 import {
   AgentSchema,
   labelsSchema,
@@ -17,7 +17,7 @@ import {
   SelectorMatchesSchema,
 } from '../../schemas/management.js';
 import { selectorMatches } from '../../../domain/fleet/selector-matches.js';
-import { MAX_LABELS, MAX_SELECTOR_LENGTH } from '@drover/shared';
+import { MAX_LABELS } from '@drover/shared';
 import { MAX_WORKFLOW_NAME_LENGTH } from '../../../domain/triggers/triggers.js';
 import { toManagedWorkflow } from './workflows.js';
 import {
@@ -67,12 +67,9 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           type: 'object',
           additionalProperties: false,
           properties: {
-            selector: {
-              type: 'string',
-              maxLength: MAX_SELECTOR_LENGTH,
-              description: 'A label selector (docs/fleets.md): only the agents whose labels it matches',
+            selector: selectorSchema('A label selector (docs/fleets.md): only the agents whose labels it matches', {
               examples: ['site in (berlin,munich),role=gateway'],
-            },
+            }),
             status: { type: 'string', enum: AGENT_STATUSES, description: 'Only the agents with this status' },
             q: {
               type: 'string',
@@ -139,12 +136,10 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           additionalProperties: false,
           required: ['selector'],
           properties: {
-            selector: {
-              type: 'string',
-              minLength: 1,
-              maxLength: MAX_SELECTOR_LENGTH,
-              description: 'A label selector (docs/fleets.md): the agents whose labels change (revoked ones left out)',
-            },
+            selector: selectorSchema(
+              'A label selector (docs/fleets.md): the agents whose labels change (revoked ones left out)',
+              { nonEmpty: true },
+            ),
             set: labelsSchema("The labels to set on each agent, over the operators' labels it has"),
             remove: {
               type: 'array',
@@ -199,13 +194,10 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           additionalProperties: false,
           required: ['selector'],
           properties: {
-            selector: {
-              type: 'string',
-              minLength: 1,
-              maxLength: MAX_SELECTOR_LENGTH,
-              description: 'A label selector (docs/fleets.md)',
+            selector: selectorSchema('A label selector (docs/fleets.md)', {
+              nonEmpty: true,
               examples: ['role=gateway'],
-            },
+            }),
             workflowName: {
               type: 'string',
               minLength: 1,

@@ -1,4 +1,4 @@
-import { DEVICE_STATES, MAX_SELECTOR_LENGTH, type DeviceState } from '@drover/shared';
+import { DEVICE_STATES, type DeviceState } from '@drover/shared';
 import type { FastifyInstance } from 'fastify';
 import { userAction, type UserActor } from '../../../domain/audit/audit-log.js';
 import type { AuditAction } from '../../../domain/model/audit.js';
@@ -21,7 +21,7 @@ import {
   parseCursor,
   TOTAL_COUNT_HEADER,
 } from '../../pagination.js';
-import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
+import { emptyBody, errorResponses, selectorSchema, uuid } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
 import { requireAppAccess } from './ota-access.js';
 import {
@@ -155,12 +155,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           required: ['selector'],
           properties: {
-            selector: {
-              type: 'string',
-              maxLength: MAX_SELECTOR_LENGTH,
-              description: 'A label selector (docs/fleets.md)',
-              examples: ['role=kiosk,site=berlin'],
-            },
+            selector: selectorSchema('A label selector (docs/fleets.md)', { examples: ['role=kiosk,site=berlin'] }),
           },
         },
         response: { 200: DeviceGroupPreviewSchema, ...errorResponses(401, 404, 422) },
