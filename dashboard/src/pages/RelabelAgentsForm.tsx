@@ -35,6 +35,23 @@ export function changeOf(setText: string, removeText: string): Change {
 }
 
 /** "12 of 14 agents (2 have the labels already)" */
+/** A field of the change: labels as typed, never corrected by the browser. */
+function ChangeField(props: { label: string; value: string; placeholder: string; onChange: (text: string) => void }) {
+  return (
+    <label>
+      {props.label}
+      <input
+        value={props.value}
+        onChange={(e) => props.onChange(e.target.value)}
+        placeholder={props.placeholder}
+        spellCheck={false}
+        autoCapitalize="off"
+        autoComplete="off"
+      />
+    </label>
+  );
+}
+
 function howMany(answer: Relabelled): string {
   const already = answer.matching - answer.changed;
   return (
@@ -102,34 +119,24 @@ export function RelabelAgentsForm(props: { orgId: string; selector: string; onCl
       )}
       <ErrorMessage error={preview.error ?? apply.error} />
       <div className="form-grid">
-        <label>
-          Labels to set
-          <input
-            value={setText}
-            onChange={(e) => {
-              setSetText(e.target.value);
-              edited();
-            }}
-            placeholder="ring=canary, tier=gold"
-            spellCheck={false}
-            autoCapitalize="off"
-            autoComplete="off"
-          />
-        </label>
-        <label>
-          Labels to remove
-          <input
-            value={removeText}
-            onChange={(e) => {
-              setRemoveText(e.target.value);
-              edited();
-            }}
-            placeholder="keys: old, legacy"
-            spellCheck={false}
-            autoCapitalize="off"
-            autoComplete="off"
-          />
-        </label>
+        <ChangeField
+          label="Labels to set"
+          value={setText}
+          placeholder="ring=canary, tier=gold"
+          onChange={(text) => {
+            setSetText(text);
+            edited();
+          }}
+        />
+        <ChangeField
+          label="Labels to remove"
+          value={removeText}
+          placeholder="keys: old, legacy"
+          onChange={(text) => {
+            setRemoveText(text);
+            edited();
+          }}
+        />
       </div>
       {planned && (
         <section aria-labelledby="relabel-preview-heading">
