@@ -31,6 +31,7 @@ import { eventually } from '../helpers/poll.js';
 let database: TestDatabase;
 let t: TestCoordinator;
 let lock: TestSession;
+let watch: TestSession;
 let app: AppBody;
 
 beforeAll(async () => {
@@ -39,6 +40,10 @@ beforeAll(async () => {
     env: { DROVER_DATABASE_URL: database.url, DROVER_DATABASE_POOL_SIZE: '6' },
   });
   lock = await sessionOf(database.url);
+  // pg_stat_activity is read on a connection of its own, outside the lock's transaction: within a
+  // transaction PostgreSQL shows the sessions (and their statements) as they were at its first read,
+  // so a connection the coordinator's pool opened later was never seen waiting.
+  watch = await sessionOf(database.url);
   app = await createApp(t.owner, t.orgId, { slug: 'gateway', updateWorkflowName: 'apply-update' });
   const agents = [];
   for (let i = 0; i < 2; i++) agents.push(await enrollTestAgent(t.owner, t.orgId));
@@ -53,25 +58,31 @@ beforeAll(async () => {
 // Generous: on a machine busy with other test files, PostgreSQL's commits may stall for seconds.
 afterAll(async () => {
   await lock?.end().catch(() => undefined);
+  await watch?.end().catch(() => undefined);
   await t?.close();
   await database?.drop();
 }, 60_000);
 
 /** What every other session of the database is doing (for a failure's message). */
 async function sessions(): Promise<unknown[]> {
-  return lock.query(
+  return watch.query(
     `SELECT pid, state, wait_event_type, wait_event, left(query, 200) AS query, now() - query_start AS running
      FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
   );
 }
 
-/** The coordinator's statements waiting for a lock the test holds. */
-async function waiting(): Promise<number> {
-  const rows = await lock.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+/**
+ * Whether a statement of the coordinator whose text holds `text` waits for a lock (the one
+ * the test holds): told by its text, so that another statement waiting meanwhile is not taken for it.
+ */
+async function waitingFor(text: string): Promise<boolean> {
+  const rows = await watch.query(
+    `SELECT 1 FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'
+       AND strpos(query, $1) > 0`,
+    [text],
   );
-  return rows[0]!.n;
+  return rows.length > 0;
 }
 
 describe('a yank racing a move of its rollout', { timeout: 120_000 }, () => {
@@ -92,15 +103,17 @@ describe('a yank racing a move of its rollout', { timeout: 120_000 }, () => {
     try {
       pause = t.owner.post(`${base}/${r.id}/rollout/pause`);
       await eventually(
-        async () => (await waiting()) === 1,
+        () => waitingFor('SELECT * FROM rollouts WHERE release_id'),
         30_000,
         () => 'the pause to wait for the rollout',
       );
       yank = t.owner.post(`${base}/${r.id}/yank`);
-      // Should it not wait, say what it answered instead (it failed so once in CI, not reproduced).
+      // Should it not wait, say what it answered instead, and what the database's sessions do.
       let answered = 'no answer yet';
       void yank.then((res) => (answered = `answered ${res.status} ${res.text}`));
-      const yankWaits = await eventually(async () => (await waiting()) === 2, 30_000).catch(() => false);
+      const yankWaits = await eventually(() => waitingFor("UPDATE rollouts SET status = 'aborted'"), 30_000).catch(
+        () => false,
+      );
       if (!yankWaits) {
         throw new Error(
           `the yank did not come to wait for the rollout within 30 s; the yank: ${answered}; ` +

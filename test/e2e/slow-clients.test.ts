@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { sleep } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { halfSentPost, openRaw, type RawConnection } from '../helpers/raw-socket.js';
 import { storageClient, uploadFile, type PresignedUpload } from '../helpers/storage.js';
 
@@ -194,6 +194,28 @@ describe('a shutdown', () => {
       expect(performance.now() - started).toBeLessThan(5_000);
       expect(await silent.closed).toBeLessThan(started + 5_000);
       expect(silent.received()).toBe('');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('closes the connection of a request answered after it began, rather than keeping it alive (72 s)', async () => {
+    const t = await startTestCoordinator();
+    try {
+      // A sign-in whose body is still coming when the shutdown begins: answered, then closed.
+      const body = JSON.stringify({ email: 'nobody@example.test', password: 'not the password' });
+      const head = halfSentPost('/v1/auth/login', body.length, 1, { expect: '100-continue' }); // and its `{`
+      const conn = await openRaw(t.url, head, '127.0.0.9');
+      await eventually(() => conn.received().startsWith('HTTP/1.1 100 Continue'));
+      const started = performance.now();
+      const closing = t.close();
+      // Real time as the subject: the request is in flight while the shutdown has begun.
+      await sleep(200);
+      conn.socket.write(body.slice(1));
+      await closing;
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(conn.received()).toMatch(/\r\n\r\nHTTP\/1\.1 401 /);
+      expect(await conn.closed).toBeLessThan(started + 5_000);
     } finally {
       await t.close();
     }

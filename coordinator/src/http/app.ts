@@ -86,6 +86,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
+    // A request in flight now leaves its connection idle once answered, which Node would then keep
+    // alive for the keep-alive timeout (72 s), holding the shutdown: close idle ones until it ends.
+    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
+    closeIdle.unref();
+    app.server.once('close', () => clearInterval(closeIdle));
     done();
   });
   app.addHook('onRequest', (request, reply, done) => {
