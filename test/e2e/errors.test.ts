@@ -5,9 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gzipSync } from 'node:zlib';
 import { ErrorCodes } from '@drover/coordinator';
-import { Pool } from 'undici';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiResponse } from '../helpers/http.js';
+import { eventually, sleep } from '../helpers/poll.js';
+import { halfSentPost, openRaw, parseResponses } from '../helpers/raw-socket.js';
 
 /** The one error model (CONTRACT §2, docs/errors.md) as a client sees it. */
 
@@ -510,43 +511,29 @@ describe('error responses with the default body limit', () => {
 });
 
 describe('error responses during shutdown', () => {
-  it('answers a request that arrives while the server closes with 503 unavailable in the error shape', async () => {
+  it('answers a request that arrives on an open connection while the server closes with 503 unavailable', async () => {
     const t = await startTestCoordinator();
-    // One connection, two pipelined requests: the slow login (scrypt) is in flight when the
-    // server starts closing; the request behind it on the same connection arrives after that.
-    const pool = new Pool(t.url, { connections: 1, pipelining: 2 });
-    // The login has reached the server (its connection is accepted) before the close begins.
-    const loginArrived = new Promise<void>((resolve) => t.coordinator.app.server.once('request', () => resolve()));
     try {
+      // A sign-in whose body is still coming when the shutdown begins; the rest of its body comes
+      // with a second request pipelined behind it on the same connection.
       const body = JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD });
-      const first = pool.request({
-        method: 'POST',
-        path: '/v1/auth/login',
-        headers: { 'content-type': 'application/json' },
-        body,
-      });
-      const second = pool.request({ method: 'GET', path: '/v1/no-such-thing' });
-      // The second request is written right behind the first on the same connection; the server
-      // reads it once the login (scrypt, tens of milliseconds) has been answered.
-      await loginArrived;
+      const conn = await openRaw(t.url, halfSentPost('/v1/auth/login', body.length, 1, { expect: '100-continue' }));
+      await eventually(() => conn.received().startsWith('HTTP/1.1 100 Continue'));
       const closing = t.close();
-      const [a, b] = await Promise.all([first, second]);
-      expect(a.statusCode).toBe(200);
-      await a.body.dump();
-      const text = await b.body.text();
-      expectError(
-        {
-          status: b.statusCode,
-          headers: new Headers(b.headers as Record<string, string>),
-          text,
-          body: JSON.parse(text),
-        },
-        503,
-        'unavailable',
-      );
+      await sleep(100);
+      conn.socket.write(`${body.slice(1)}GET /v1/no-such-thing HTTP/1.1\r\nhost: localhost\r\n\r\n`);
       await closing;
+      await conn.closed;
+      const [signIn, behind, ...more] = parseResponses(conn.received().replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''));
+      expect(more).toEqual([]);
+      // The request in flight is answered, its connection kept for the one behind it...
+      expect(signIn?.status).toBe(200);
+      expect(signIn?.headers.get('connection')).toBe('keep-alive');
+      // ...which is refused in the error shape, and the connection closed after it.
+      const { status, headers, text } = behind!;
+      expectError({ status, headers, text, body: JSON.parse(text) }, 503, 'unavailable');
+      expect(headers.get('connection')).toBe('close');
     } finally {
-      await pool.close();
       await t.close();
     }
   });

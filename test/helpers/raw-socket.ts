@@ -51,3 +51,31 @@ export function halfSentPost(path: string, length = 1000, sent = 10, headers: Re
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
   return `${lines.join('\r\n')}\r\n\r\n${'{'.padEnd(sent, ' ')}`;
 }
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/** The responses in what a connection received, in order (bodies with a Content-Length only). */
+export function parseResponses(received: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let rest = received;
+  while (rest.length > 0) {
+    const end = rest.indexOf('\r\n\r\n');
+    if (end < 0) break;
+    const [statusLine = '', ...lines] = rest.slice(0, end).split('\r\n');
+    const headers = new Headers();
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+    }
+    const length = Number(headers.get('content-length') ?? 0);
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1]);
+    // Received as UTF-8 text: the error bodies here are ASCII, so characters are bytes.
+    responses.push({ status, headers, text: rest.slice(end + 4, end + 4 + length) });
+    rest = rest.slice(end + 4 + length);
+  }
+  return responses;
+}

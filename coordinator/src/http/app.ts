@@ -4,10 +4,10 @@ import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
-import { AppError } from '../errors.js';
 import { registerErrorHandling } from './error-handler.js';
 import { trackAllowedMethods } from './method-not-allowed.js';
 import { createGuardedServer } from './slow-clients.js';
+import { registerGracefulClose } from './graceful-close.js';
 import { registerValidation } from './validation.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
@@ -60,7 +60,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    // Fastify's own 503 body lacks `code`; the preClose/onRequest hooks below answer in the error shape.
+    // Fastify's own 503 body lacks `code`; graceful-close.ts answers in the error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     serverFactory: (handler) => createGuardedServer(handler, ctx.config),
@@ -81,27 +81,13 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   nameAnswers(app);
   if (ctx.httpMetrics) registerHttpMetrics(app, ctx.httpMetrics);
 
-  // Hooks in callback style: no promise per request. While closing, requests still arriving on
-  // open connections get 503 `unavailable`.
-  let closing = false;
-  app.addHook('preClose', (done) => {
-    closing = true;
-    // A request in flight now leaves its connection idle once answered, which Node would then keep
-    // alive for the keep-alive timeout (72 s), holding the shutdown: close idle ones until it ends.
-    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
-    closeIdle.unref();
-    app.server.once('close', () => clearInterval(closeIdle));
-    done();
-  });
+  // Hooks in callback style: no promise per request. A request id on every answer; the shutdown's
+  // own answers and connection handling in graceful-close.ts.
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
-    if (!closing) {
-      done();
-      return;
-    }
-    void reply.header('connection', 'close');
-    done(new AppError('unavailable', 'The server is shutting down; retry shortly'));
+    done();
   });
+  registerGracefulClose(app);
 
   // The dashboard's session cookie (auth/session-cookie.ts).
   await app.register(cookie);
