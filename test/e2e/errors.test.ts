@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { ErrorCodes } from '@drover/coordinator';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiResponse } from '../helpers/http.js';
-import { eventually, sleep } from '../helpers/poll.js';
+import { eventually } from '../helpers/poll.js';
 import { halfSentPost, openRaw, parseResponses } from '../helpers/raw-socket.js';
 
 /** The one error model (CONTRACT §2, docs/errors.md) as a client sees it. */
@@ -520,7 +520,8 @@ describe('error responses during shutdown', () => {
       const conn = await openRaw(t.url, halfSentPost('/v1/auth/login', body.length, 1, { expect: '100-continue' }));
       await eventually(() => conn.received().startsWith('HTTP/1.1 100 Continue'));
       const closing = t.close();
-      await sleep(100);
+      // The shutdown has begun (its preClose hooks ran, then the listener closed) before the rest comes.
+      await eventually(() => !t.coordinator.app.server.listening);
       conn.socket.write(`${body.slice(1)}GET /v1/no-such-thing HTTP/1.1\r\nhost: localhost\r\n\r\n`);
       await closing;
       await conn.closed;
