@@ -154,6 +154,9 @@ export interface DeployAssignment extends JobAssignment {
   startWithinMs?: number;
 }
 
+/** Text without control characters (an installed version as the device reports it). */
+export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f]+$';
+
 /** `POST /v1/agent/deploy/report`: what the device observes (docs/ota.md). */
 export const DeployReportRequest = {
   type: 'object',
@@ -162,7 +165,7 @@ export const DeployReportRequest = {
   properties: {
     applicationId: { type: 'string', pattern: UUID_PATTERN },
     // Text without control characters, as release versions are (it is echoed in signed manifests).
-    currentVersion: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f\\u007f]+$' },
+    currentVersion: { type: 'string', minLength: 1, maxLength: 255, pattern: NO_CONTROL_CHARACTERS_PATTERN },
     currentReleaseId: { type: 'string', pattern: UUID_PATTERN },
     currentSequence: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     state: { type: 'string', enum: DEVICE_STATES },

@@ -54,13 +54,20 @@ export interface EnrollResponse {
 export const PARAM_TYPES = ['string', 'number', 'boolean', 'enum', 'file'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
 
+/** A workflow's name: a letter or digit, then letters, digits, `_`, `.` and `-`. */
+export const WORKFLOW_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
+/** A param's name: a letter or `_`, then letters, digits, `_`, `.` and `-` (it becomes `DROVER_PARAM_<NAME>`). */
+export const PARAM_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_.-]*$';
+/** A lowercase hex SHA-256. */
+export const SHA256_HEX_PATTERN = '^[0-9a-f]{64}$';
+
 /** One item of a workflow's `paramsSchema` (docs/agent-protocol.md). */
 export const ParamDefinition = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'type'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
+    name: { type: 'string', minLength: 1, maxLength: 128, pattern: PARAM_NAME_PATTERN },
     type: { type: 'string', enum: PARAM_TYPES },
     required: { type: 'boolean' },
     default: { type: ['string', 'number', 'boolean'] },
@@ -125,7 +132,7 @@ export const WorkflowDefinition = {
   additionalProperties: false,
   required: ['name', 'steps'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+    name: { type: 'string', minLength: 1, maxLength: 128, pattern: WORKFLOW_NAME_PATTERN },
     description: { type: ['string', 'null'], maxLength: 2000 },
     version: { type: ['string', 'null'], maxLength: 128 },
     paramsSchema: { type: ['array', 'null'], maxItems: 128, items: ParamDefinition },

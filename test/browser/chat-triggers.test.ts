@@ -67,7 +67,7 @@ describe.skipIf(!CHROMIUM)('chat triggers in a browser', () => {
     await expectAccessible(page(), 'the chat trigger form');
     await page().getByRole('button', { name: 'Create trigger' }).click();
     // The API's refusal of one id, at its field.
-    await chat().getByText('must match pattern').waitFor();
+    await chat().getByText("must be a chat user's id").waitFor();
     await chat().getByLabel('Who may run it').fill('U0ADA\nU0BOB');
     await page().getByRole('button', { name: 'Create trigger' }).click();
     await page().getByRole('heading', { name: 'Greeter', level: 1 }).waitFor();

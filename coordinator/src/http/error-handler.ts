@@ -3,8 +3,19 @@ import { AppError, type ValidationDetail } from '../errors.js';
 import { databaseUnwritable, isDatabaseUnreachable } from '../database-errors.js';
 import { StorageUnavailableError } from '../storage/backend.js';
 import type { AllowedMethods } from './method-not-allowed.js';
-import { VERSION_PATTERN } from '../domain/ota/inputs.js';
+import {
+  AGENT_REPORTS_QUERY_PATTERN,
+  AGENT_VERSION_HEADER_PATTERN,
+  NO_CONTROL_CHARACTERS_PATTERN,
+  PARAM_NAME_PATTERN,
+  RELEASE_KEY_PATTERN,
+  SHA256_HEX_PATTERN,
+  WORKFLOW_NAME_PATTERN,
+} from '@drover/shared';
+import { CHANNEL_PATTERN, SLUG_PATTERN, VERSION_PATTERN } from '../domain/ota/inputs.js';
+import { CHAT_USER_ID_PATTERN } from '../domain/triggers/triggers.js';
 import { UUID_PATTERN } from '../util/ids.js';
+import { NO_WHITESPACE_PATTERN } from './schemas/common.js';
 
 interface AjvIssue {
   keyword: string;
@@ -13,12 +24,29 @@ interface AjvIssue {
   params: Record<string, unknown>;
 }
 
-/** What a pattern of the schemas means, for its refusal (otherwise ajv's "must match pattern"). */
-const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
+/**
+ * What each pattern of the schemas means, for its refusal in words instead of ajv's "must match
+ * pattern" and the expression. Every pattern a request is checked against has one (a test walks
+ * the OpenAPI document for them).
+ */
+export const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
   // Every id of the schemas (common.ts's `uuid`): in a query string (`?triggerId=abc`), a body.
   [UUID_PATTERN]: 'must be a UUID',
   [VERSION_PATTERN]:
     'must not contain control characters or bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069)',
+  [NO_CONTROL_CHARACTERS_PATTERN]: 'must not contain control characters',
+  [NO_WHITESPACE_PATTERN]: 'must not contain spaces or other whitespace',
+  [SLUG_PATTERN]: "must be 1 to 63 lowercase letters, digits or '-', starting with a letter or digit",
+  [CHANNEL_PATTERN]: "must be 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit",
+  [WORKFLOW_NAME_PATTERN]: "must start with a letter or digit, followed by letters, digits, '_', '.' or '-'",
+  [PARAM_NAME_PATTERN]: "must start with a letter or '_', followed by letters, digits, '_', '.' or '-'",
+  [CHAT_USER_ID_PATTERN]:
+    "must be a chat user's id: 1 to 64 letters and digits (Slack's U0123ABCD, a Discord snowflake)",
+  [RELEASE_KEY_PATTERN]:
+    "must be an Ed25519 public key as standard base64 of its raw 32 bytes: 44 characters ending with '=' (drover release keygen prints it)",
+  [SHA256_HEX_PATTERN]: 'must be a SHA-256 in lowercase hexadecimal: 64 characters 0-9 and a-f',
+  [AGENT_VERSION_HEADER_PATTERN]: 'must be 1 to 64 visible ASCII characters',
+  [AGENT_REPORTS_QUERY_PATTERN]: "must be two lowercase hex SHA-256 joined by '.'",
 };
 
 const characters = (n: unknown) => `${String(n)} character${n === 1 ? '' : 's'}`;

@@ -34,8 +34,8 @@ export const MAX_CHAT_KEYWORD_LENGTH = 64;
 export const MAX_CHAT_ALLOWED_USERS = 200;
 /** A provider's user id: Slack's `U0123ABCD` / `W…`, Discord's numeric snowflake. */
 export const CHAT_USER_ID_PATTERN = '^[A-Za-z0-9]{1,64}$';
-/** Same rule as a workflow definition's `name` (shared/src/wire.ts). */
-export const WORKFLOW_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
+/** Same rule as a workflow definition's `name`. */
+export { WORKFLOW_NAME_PATTERN } from '@drover/shared';
 export const MAX_WORKFLOW_NAME_LENGTH = 128;
 
 export const CONFIG_FIELDS = [

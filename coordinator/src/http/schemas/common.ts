@@ -35,6 +35,8 @@ export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }])) as Record<number, { $ref: string }>;
 
 export const uuid = { type: 'string', pattern: UUID_PATTERN } as const;
+/** No space nor other whitespace anywhere (a chat provider's ids, a chat keyword). */
+export const NO_WHITESPACE_PATTERN = '^\\S+$';
 export const timestamp = { type: 'string', format: 'date-time' } as const;
 export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
 

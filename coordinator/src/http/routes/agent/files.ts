@@ -5,6 +5,7 @@ import { MAX_CONTENT_TYPE_LENGTH, MAX_FILENAME_LENGTH } from '../../../domain/fi
 import { inputFileIds } from '../../../domain/jobs/job-input-files.js';
 import { AppError, notFound } from '../../../errors.js';
 import { requireAgent } from '../../auth/agent-signature.js';
+import { SHA256_HEX_PATTERN } from '@drover/shared';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { DownloadUrlResponseSchema, FileViewSchema, PresignUploadResponseSchema } from '../public/storage-schemas.js';
 import { noQuery } from './schemas.js';
@@ -32,7 +33,7 @@ const NewOutputFileBodySchema = {
     filename: { type: 'string', minLength: 1, maxLength: MAX_FILENAME_LENGTH, description: 'a basename' },
     contentType: { type: 'string', minLength: 1, maxLength: MAX_CONTENT_TYPE_LENGTH },
     size: { type: 'integer', minimum: 0, description: 'bytes; at most DROVER_MAX_FILE_BYTES' },
-    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'lowercase hex SHA-256 of the content' },
+    sha256: { type: 'string', pattern: SHA256_HEX_PATTERN, description: 'lowercase hex SHA-256 of the content' },
   },
   examples: [outputFileBodyExample],
 } as const;

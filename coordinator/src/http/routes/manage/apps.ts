@@ -13,7 +13,7 @@ import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/o
 import { previewWindow, type MaintenanceWindowInput } from '../../../domain/ota/maintenance-window.js';
 import { toAppView } from '../../../domain/ota/views.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { errorResponses, orgParams } from '../../schemas/common.js';
+import { errorResponses, NO_WHITESPACE_PATTERN, orgParams } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
 import {
   AppSchema,
@@ -34,7 +34,7 @@ import { listOf } from '../../schemas/examples.js';
  * docs/ota.md). Any member lists, reads, creates and changes them; deleting one is for owners.
  */
 
-const chatId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
+const chatId = { type: 'string', minLength: 1, maxLength: 128, pattern: NO_WHITESPACE_PATTERN } as const;
 
 export async function appRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;

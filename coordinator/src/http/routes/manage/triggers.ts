@@ -40,7 +40,15 @@ import {
   type TriggerInput,
 } from '../../../domain/triggers/triggers.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
+import {
+  errorResponses,
+  idParams,
+  NO_WHITESPACE_PATTERN,
+  nullableTimestamp,
+  orgParams,
+  timestamp,
+  uuid,
+} from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { occurrenceExample, triggerExample } from '../../schemas/examples.js';
 import { createTriggerBodyExample } from '../../schemas/examples.js';
@@ -52,7 +60,7 @@ import { entityTag, etagHeader, ifMatchHeader, ifMatchVersion } from '../../if-m
  * triggers too); deleting one is for owners, as deleting an app is in the spec.
  */
 
-const chatId = { type: ['string', 'null'], minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
+const chatId = { type: ['string', 'null'], minLength: 1, maxLength: 128, pattern: NO_WHITESPACE_PATTERN } as const;
 
 const configProperties = {
   name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH },
@@ -140,7 +148,12 @@ const configProperties = {
   },
   chatTeamId: chatId,
   chatChannelId: chatId,
-  chatKeyword: { type: ['string', 'null'], minLength: 1, maxLength: MAX_CHAT_KEYWORD_LENGTH, pattern: '^\\S+$' },
+  chatKeyword: {
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: MAX_CHAT_KEYWORD_LENGTH,
+    pattern: NO_WHITESPACE_PATTERN,
+  },
   chatAllowedUserIds: {
     type: ['array', 'null'],
     minItems: 1,
