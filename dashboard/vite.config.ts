@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defaultClientConditions, defineConfig } from 'vite';
-import { precompress } from './precompress';
+import { precompress } from './precompress.ts';
 
 // Built into the coordinator's package, which serves it at / (coordinator/src/http/routes/dashboard).
 const outDir = fileURLToPath(new URL('../coordinator/dashboard-dist', import.meta.url));
@@ -21,6 +21,10 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     sourcemap: false,
     target: 'es2022',
+    // Vite warns of a chunk above 500 kB before compression. What the dashboard's first load costs
+    // is measured on the wire instead, against its budget of 250 KB (docs/performance.md,
+    // "Dashboard first load": `pnpm bench bench/dashboard-bundle.ts`, ~145 KB with Brotli).
+    chunkSizeWarningLimit: 1024,
   },
   server: {
     // `pnpm --filter @drover/dashboard dev` against a coordinator on the default port.
