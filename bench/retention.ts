@@ -28,7 +28,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { BENCH_OWNER, startBenchCoordinator } from './lib/coordinator.js';
 import { runCleanLoad, type LoadResult } from './lib/load.js';
@@ -150,12 +150,19 @@ try {
   });
   assert.equal(patched.status, 200, `PATCH /orgs/:orgId answered ${patched.status}`);
 
+  // During the sweep: the WAL file's largest size, and how long the event loop was held.
+  let walPeak = 0;
+  const sampler = setInterval(() => (walPeak = Math.max(walPeak, walSize())), 50);
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const sweepStarted = performance.now();
   const sweeping = ctx.retention.sweep();
   const during = await load();
   console.log(describe('async trigger runs, sweeping  ', during));
   const report = await sweeping;
   const sweepSeconds = (performance.now() - sweepStarted) / 1000;
+  loopDelay.disable();
+  clearInterval(sampler);
   assert.ok(report.deleted.jobs >= jobCount - 1, `the sweep deleted ${report.deleted.jobs} jobs`);
   console.log(
     `sweep: ${report.deleted.jobs.toLocaleString('en-US')} jobs and ${report.deleted.logLines.toLocaleString('en-US')} ` +
@@ -171,7 +178,9 @@ try {
     `p99 during the sweep / without: ${ratio.toFixed(2)} (goal <= ${GOAL_P99_RATIO}: ${ratio <= GOAL_P99_RATIO ? 'met' : 'NOT met'})`,
   );
 
-  console.log(`write-ahead log at the sweep's end: ${mib(walSize())}`);
+  const ms = (ns: number) => `${(ns / 1e6).toFixed(1)} ms`;
+  console.log(`event loop delay during the sweep: p99 ${ms(loopDelay.percentile(99))}, longest ${ms(loopDelay.max)}`);
+  console.log(`write-ahead log: ${mib(walPeak)} at most during the sweep, ${mib(walSize())} at its end`);
   db.pragma('wal_checkpoint(TRUNCATE)');
   const after = await ctx.repos.retention.databaseSize();
   console.log(

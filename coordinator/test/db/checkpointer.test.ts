@@ -126,6 +126,27 @@ describe('startCheckpointer', () => {
     }
   });
 
+  it('makes a WAL the thread cannot copy whole (writes go on during its checkpoints) restart at the next write', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger, threadFrames: 1000 });
+    // Writes every few milliseconds, as trigger runs go on during a retention sweep: each
+    // checkpoint of the thread ends with frames it did not copy.
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    const writes = setInterval(() => insert.run('x'.repeat(4000)), 2);
+    try {
+      writeLoad(3000);
+      await vi.waitFor(() => expect(checkpointer.runsOn).toBe('own-thread'), { timeout: 5000, interval: 10 });
+      writeLoad(3000); // a long run of writes: ~3,000 frames more
+      await checkpointer.walBelow(1000, 5000);
+      insert.run('y');
+      // Restarted: the WAL holds what was written since, not the run's thousands of frames.
+      const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];
+      expect(log).toBeLessThan(1000);
+    } finally {
+      clearInterval(writes);
+      await checkpointer.stop();
+    }
+  });
+
   it('stops cleanly: the database closes and reopens with every row', async () => {
     for (const rows of [30, 3000]) {
       const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
