@@ -21,6 +21,11 @@ export const THREAD_FRAMES = 1000;
  */
 export const SLOW_LOOK_MS = 5;
 const SLOW_LOOKS = 3;
+/**
+ * A WAL of this many frames (64 MiB of 4 KiB pages) that the thread has copied all but the last
+ * of is copied to its end on the request thread, so that it restarts (see `finishCopy`).
+ */
+export const RESTART_FRAMES = 16_384;
 
 export interface CheckpointerOptions {
   /** How often the WAL is looked at and checkpointed. */
@@ -30,6 +35,8 @@ export interface CheckpointerOptions {
   threadFrames?: number;
   /** SLOW_LOOKS checkpoints in a row on the request thread that take longer (ms) start the thread (SLOW_LOOK_MS). */
   slowLookMs?: number;
+  /** A WAL this long, copied by the thread all but its last frames, is finished on the request thread (RESTART_FRAMES). */
+  restartFrames?: number;
 }
 
 export interface Checkpointer {
@@ -92,13 +99,21 @@ parentPort.on('message', (message) => {
  *   `slowLookMs` (a disk with slow syncs), moves the checkpoints for good to a worker thread with its own connection, which never blocks the request thread. A thread is a
  *   second V8 heap (~11 MB, not given back when it ends): an idle or lightly written coordinator
  *   does without.
+ * - once the thread checkpoints, a look finishes the copy of a WAL of `restartFrames` or more the
+ *   thread has all but copied, so that it restarts under steady writes too (`finishCopy`).
  *
  * Should the thread fail, SQLite's automatic checkpoints are restored, so the WAL never grows
  * without bound. An in-memory database has no WAL: nothing is started.
  */
 export function startCheckpointer(
   db: Db,
-  { intervalMs, logger, threadFrames = THREAD_FRAMES, slowLookMs = SLOW_LOOK_MS }: CheckpointerOptions,
+  {
+    intervalMs,
+    logger,
+    threadFrames = THREAD_FRAMES,
+    slowLookMs = SLOW_LOOK_MS,
+    restartFrames = RESTART_FRAMES,
+  }: CheckpointerOptions,
 ): Checkpointer {
   if (db.memory) return { runsOn: 'commit', stop: async () => {}, walBelow: async () => {} };
   db.pragma('wal_autocheckpoint = 0');
@@ -125,7 +140,6 @@ export function startCheckpointer(
   };
 
   const startThread = (why: Record<string, number>) => {
-    clearInterval(timer);
     let worker: Worker;
     try {
       worker = new Worker(THREAD_SOURCE, {
@@ -141,7 +155,11 @@ export function startCheckpointer(
     walFrames = -1; // the thread's first checkpoint tells
     logger.info(why, 'WAL checkpoints move to a thread of their own (heavy writes)');
     worker.on('error', (error) => fallBack('checkpoint thread failed', error));
-    worker.on('message', found);
+    worker.on('message', (result: CheckpointResult) => {
+      found(result);
+      threadReported = true;
+      finishedHere = false;
+    });
     const exited = new Promise<void>((resolve) =>
       worker.on('exit', (code) => {
         fallBack(`checkpoint thread exited with code ${code}`);
@@ -162,8 +180,44 @@ export function startCheckpointer(
   const heavyWalBytes = 32 + threadFrames * frameBytes;
   const walFile = `${db.name}-wal`;
   const walBytes = () => fs.statSync(walFile, { throwIfNoEntry: false })?.size ?? 0;
-  /** One look on the request thread: a checkpoint when something was written or left uncopied since the last. */
+  /** Whether the figures of the WAL are the thread's last (a checkpoint here since made them its own). */
+  let threadReported = false;
+  /** Whether the last checkpoint, here, copied the WAL to its end (since the thread's last figures). */
+  let finishedHere = false;
+  /**
+   * The thread's checkpoints never copy the WAL whole while the request thread writes during them
+   * (each copies the frames there were when it began, then syncs), so under steady writes the WAL
+   * would not restart and would grow by every page written: 1.1 GiB in a 50,000-job retention
+   * sweep, cut back at last by the commit that restarted it, which held the request thread up to
+   * 0.45 s (on ext4, waiting for the file system's journal). Once the thread has copied all but
+   * the last frames of a WAL of `frames` or more, a checkpoint here, where nothing can be written
+   * meanwhile, copies the rest (and syncs: 5-60 ms, once per `frames` written), and the next
+   * write restarts the WAL. Not while the thread is behind: copying thousands of frames here would
+   * hold the request thread. Whether it copied the WAL to its end.
+   */
+  const finishCopy = (frames: number): boolean => {
+    if (runsOn !== 'own-thread' || !threadReported || walFrames < frames || uncopied >= threadFrames) return false;
+    if (stopping || !db.open) return false;
+    threadReported = false;
+    try {
+      const result = checkpointHere.get() as CheckpointResult;
+      // -1: a checkpoint of the thread's was running; tried again after its next one.
+      if (result.log < 0) return false;
+      found(result);
+      finishedHere = result.log === result.checkpointed;
+      return finishedHere;
+    } catch (error) {
+      // The thread's checkpoints go on; the WAL restarts once one of them copies it whole.
+      logger.warn({ err: error }, 'WAL checkpoint on the request thread failed');
+      return false;
+    }
+  };
+  /**
+   * One look on the request thread: a checkpoint when something was written or left uncopied
+   * since the last; once the thread checkpoints, the end of a long WAL (`finishCopy`).
+   */
   const look = () => {
+    if (runsOn === 'own-thread') finishCopy(restartFrames);
     if (runsOn !== 'request-thread' || stopping || !db.open) return;
     try {
       const now = totalChanges.get() as number;
@@ -198,24 +252,13 @@ export function startCheckpointer(
     async walBelow(frames, maxWaitMs) {
       look();
       const until = Date.now() + maxWaitMs;
-      while (runsOn !== 'commit' && waiting(frames) && Date.now() < until) {
+      while (runsOn !== 'commit' && Date.now() < until) {
+        // Copied whole as the thread last saw it: copied to its end here, it restarts at the next write.
+        if (!waiting(frames) && (runsOn !== 'own-thread' || walFrames < frames || finishedHere || finishCopy(frames))) {
+          return;
+        }
         await new Promise((resolve) => setTimeout(resolve, intervalMs));
         look();
-      }
-      // The thread's checkpoints never copy the WAL whole while the request thread writes during
-      // them (a checkpoint copies the frames there were when it began), so the WAL would not
-      // restart and would grow by every page the long run of writes makes: 1.1 GiB in a
-      // 50,000-job retention sweep. A checkpoint here, where nothing can be written meanwhile,
-      // copies the few frames left (and syncs: 5-60 ms here, once per `frames` written), and the
-      // next write restarts the WAL. Not when the thread is behind (the wait ran out): copying
-      // thousands of frames here would hold the request thread.
-      if (runsOn === 'own-thread' && walFrames >= frames && uncopied < threadFrames && db.open) {
-        try {
-          found(checkpointHere.get() as CheckpointResult);
-        } catch (error) {
-          // The thread's checkpoints go on; the WAL restarts once one of them copies it whole.
-          logger.warn({ err: error }, 'WAL checkpoint on the request thread failed');
-        }
       }
     },
     async stop() {
