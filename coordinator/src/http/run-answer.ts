@@ -12,6 +12,7 @@ import {
 import type { RunActor, RunOutcome, TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { RunTarget } from '../domain/trigger-run/run-targets.js';
 import { notFound, placeValidation } from '../errors.js';
+import { headerValues } from './header-values.js';
 import { BATCH_STATUSES } from '../domain/model/batches.js';
 import type { BatchService } from '../domain/fleet/batch-service.js';
 import { batchStatus, batchStatusUrl } from '../domain/fleet/batch-service.js';
@@ -303,8 +304,8 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
   return async (request, reply, { target, actor }) => {
     // Node joins a header sent twice into one value (`a, b`): the distinct values tell a key sent
     // twice, which is refused, from one key that holds a comma.
-    const sent = request.raw.headersDistinct[IDEMPOTENCY_HEADER];
-    const idempotencyKey = idempotencyKeyOf(sent !== undefined && sent.length === 1 ? sent[0] : sent);
+    const sent = headerValues(request, IDEMPOTENCY_HEADER);
+    const idempotencyKey = idempotencyKeyOf(sent.length === 0 ? undefined : sent.length === 1 ? sent[0] : sent);
     let outcome: RunOutcome;
     try {
       outcome = await runs.run({ target, actor, request: request.body ?? {}, idempotencyKey });

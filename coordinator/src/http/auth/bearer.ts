@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { headerValues } from '../header-values.js';
 
 /**
  * The credential of an `Authorization: Bearer <value>` header, or null. Node keeps the first of
@@ -15,7 +16,7 @@ export function bearerToken(request: FastifyRequest): string | null {
 
 /** Whether the request has more than one Authorization header (and so no bearer credential). */
 export function authorizationSentTwice(request: FastifyRequest): boolean {
-  return (request.raw.headersDistinct.authorization?.length ?? 0) > 1;
+  return headerValues(request, 'authorization').length > 1;
 }
 
 /**
