@@ -75,6 +75,14 @@ describe('GET /orgs/:orgId/selector-matches', () => {
       expect(res.status, query).toBe(422);
       expect(res.body.details.map((d) => d.path)).toContain('querystring.selector');
     }
+    // Only spaces: no requirement, which a trigger refuses too (it would match every agent).
+    const blank = await t.owner.get<{ details: { path: string; message: string }[] }>(
+      `/orgs/${t.orgId}/selector-matches?selector=%20%20`,
+    );
+    expect(blank.status).toBe(422);
+    expect(blank.body.details).toEqual([
+      { path: 'querystring.selector', message: expect.stringContaining('must select by at least one label') },
+    ]);
     const stranger = await outsider(t.owner, t.orgId, 'stranger@example.test');
     expect((await stranger.client.get(`/orgs/${t.orgId}/selector-matches?selector=role%3Dgateway`)).status).toBe(404);
   });

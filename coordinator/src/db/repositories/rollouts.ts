@@ -34,7 +34,10 @@ interface RolloutRow {
 }
 
 /** A plan's waves: increasing percentages of the devices, integers. */
-const isWaves = (v: unknown): v is number[] => Array.isArray(v) && v.every((w) => Number.isInteger(w));
+// Percentages above 0 and at most 100, whole or not (a 0.5 % canary of a large fleet), as the
+// rollout's rules take them (domain/ota/rollout-rules.ts).
+const isWaves = (v: unknown): v is number[] =>
+  Array.isArray(v) && v.every((w) => typeof w === 'number' && Number.isFinite(w) && w > 0 && w <= 100);
 /** Each started wave's start and end (null while it runs), ISO timestamps. */
 const isWaveTimes = (v: unknown): v is Rollout['waveTimes'] =>
   Array.isArray(v) &&

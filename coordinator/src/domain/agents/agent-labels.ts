@@ -68,6 +68,17 @@ export function selectorFrom(source: string, path: string): Requirement[] {
   }
 }
 
+/** Why a trigger's selector with no requirement (empty, or only spaces) is refused. */
+export const NO_REQUIREMENT =
+  'must select by at least one label (to reach every agent, select one they all have, such as `os`)';
+
+/** A trigger's selector, as `selectorFrom`, with at least one requirement (422 otherwise). */
+export function triggerSelectorFrom(source: string, path: string): Requirement[] {
+  const requirements = selectorFrom(source, path);
+  if (requirements.length === 0) throw validationFailed([{ path, message: NO_REQUIREMENT }]);
+  return requirements;
+}
+
 /** The agents whose labels meet `selector`. */
 export const selectAgents = (agents: readonly Agent[], selector: readonly Requirement[]): Agent[] =>
   selector.length === 0 ? [...agents] : agents.filter((agent) => matchesSelector(selector, agent.labels));

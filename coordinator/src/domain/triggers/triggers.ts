@@ -14,6 +14,7 @@ import { chatKeywordProblem } from '../chat/arguments.js';
 import { envValueProblems, plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
 import { parseSelector, SelectorError, storableSelector } from '@drover/shared';
+import { NO_REQUIREMENT } from '../agents/agent-labels.js';
 
 /**
  * Trigger configuration rules beyond single-field types (those are the route's JSON schema):
@@ -363,10 +364,7 @@ function resolveTarget(
   try {
     const requirements = parseSelector(source);
     if (requirements.length === 0) {
-      problems.push({
-        path: at('agentSelector'),
-        message: 'must select by at least one label (to reach every agent, select one they all have, such as `os`)',
-      });
+      problems.push({ path: at('agentSelector'), message: NO_REQUIREMENT });
     } else {
       agentSelector = storableSelector(requirements);
     }

@@ -478,7 +478,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     const ids = await bindAll(a.id, agents, iso(1));
     const created = await t.repos.releases.create(release(a.id, await artifact()));
     const r = created.outcome === 'created' ? created.release : null!;
-    const plan = { waves: [25, 100], soakSeconds: 0, maxFailureRate: 0, minAttempts: 1 };
+    // A wave need not be a whole percentage (it was read back as damaged: a 500 on publish).
+    const plan = { waves: [12.5, 100], soakSeconds: 0, maxFailureRate: 0, minAttempts: 1 };
     const first = ids[2]!;
     const publish = () =>
       t.repos.rollouts.publish({

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { editAgent, relabelMatching } from '../../../domain/agents/agent-edits.js';
-import { selectorFrom } from '../../../domain/agents/agent-labels.js';
+import { selectorFrom, triggerSelectorFrom } from '../../../domain/agents/agent-labels.js';
 import { listAgents } from '../../../domain/agents/agent-list.js';
 import { AGENT_STATUSES, type AgentStatus } from '../../../domain/model/agents.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
@@ -216,7 +216,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
       const matches = await selectorMatches(
         app.ctx.repos,
         orgId,
-        selectorFrom(selector, 'querystring.selector'),
+        triggerSelectorFrom(selector, 'querystring.selector'),
         workflowName,
       );
       return { ...matches, versions: matches.versions.map(toManagedWorkflow) };
