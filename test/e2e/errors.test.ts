@@ -341,6 +341,17 @@ describe('error responses', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('answers a query string with a malformed percent-encoding with 400, where it was taken as text', async () => {
+    const [org] = (await t.owner.get('/orgs')).body as { id: string }[];
+    for (const query of ['status=%E0%A4%A', 'status=%zz', '%ff=queued']) {
+      const res = await t.owner.get(`/orgs/${org!.id}/jobs?${query}`);
+      expectError(res, 400, 'bad_request');
+      expect(res.body.message).toContain('query string has a malformed percent-encoding');
+    }
+    // Well-formed encodings, and a literal '+', still read as they always did.
+    expect((await t.owner.get(`/orgs/${org!.id}/jobs?status=%71ueued&limit=5`)).status).toBe(200);
+  });
+
   it('reads what a client still sends after refusing its request line, so that the answer is not lost to a reset', async () => {
     const body = Buffer.alloc(2 * 1024 * 1024, 'x');
     const refused = await sendAfterAnswer(

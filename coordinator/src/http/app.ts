@@ -10,6 +10,7 @@ import { createGuardedServer } from './slow-clients.js';
 import { registerGracefulClose } from './graceful-close.js';
 import { registerValidation } from './validation.js';
 import { registerJsonBodyParser } from './json-body.js';
+import { parseQueryString } from './query-string.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
@@ -39,7 +40,7 @@ import { healthRoutes } from './routes/health.js';
 import { sharedSerializers } from './shared-serializers.js';
 import './context.js';
 
-const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
+const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString };
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
+import { queryStringError } from './query-string.js';
 
 /** Bodies that could not be parsed, held until the route's authentication has passed. */
 const bodyErrors = new WeakMap<FastifyRequest, Error>();
@@ -305,9 +306,9 @@ function forbiddenKey(): AppError {
 }
 
 /**
- * Refuses the request with its body's parse error, if any; runs after the route's own
- * authentication hooks. Callback style: no promise per request.
+ * Refuses the request with its query string's or its body's parse error, if any; runs after the
+ * route's own authentication hooks. Callback style: no promise per request.
  */
 export function surfaceBodyError(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
-  done(bodyErrors.get(request));
+  done(queryStringError(request.query) ?? bodyErrors.get(request));
 }
