@@ -50,6 +50,11 @@ describe('organizations', () => {
       id: t.orgId,
       retention: { ...DEFAULT_RETENTION, jobsDays: 30, auditDays: 730 },
     });
+    // The same values again change nothing, and leave no second entry in the audit log.
+    const again = await t.owner.patch(`/orgs/${t.orgId}`, { body: { retention: { auditDays: 730 } } });
+    expect(again.body.retention).toEqual(changed.body.retention);
+    const audited = await t.owner.get<unknown[]>(`/orgs/${t.orgId}/audit?action=org.retention.update`);
+    expect(audited.body).toHaveLength(1);
 
     const refused = await member.patch(`/orgs/${t.orgId}`, { body: { retention: { jobsDays: 1 } } });
     expect(refused.status).toBe(403);

@@ -111,6 +111,11 @@ export function validationDetails(issues: readonly AjvIssue[], context: string):
         }
         case 'maxItems':
           return { path: base, message: `must have at most ${String(issue.params.limit)} items` };
+        case 'uniqueItems':
+          return {
+            path: base,
+            message: `must not list the same value twice (items ${String(issue.params.j)} and ${String(issue.params.i)} are the same)`,
+          };
         case 'enum':
           return {
             path: base,

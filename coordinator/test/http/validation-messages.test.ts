@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { PATTERN_MEANINGS, validationDetails } from '../../src/http/error-handler.js';
 import { VERSION_PATTERN } from '../../src/domain/ota/inputs.js';
@@ -136,6 +137,15 @@ describe('validation messages', () => {
     ]);
     expect(validationDetails([issue('minItems', { limit: 2 })], 'body')).toEqual([
       { path: 'body.version', message: 'must have at least 2 items' },
+    ]);
+  });
+
+  it('say which items of a list repeat, from what ajv reports', () => {
+    // A bulk relabel's `remove: ["ring", "ring"]`: ajv said "must NOT have duplicate items".
+    const validate = new Ajv({ allErrors: true }).compile({ type: 'array', uniqueItems: true });
+    expect(validate(['site', 'ring', 'ring'])).toBe(false);
+    expect(validationDetails(validate.errors!, 'body.remove')).toEqual([
+      { path: 'body.remove', message: 'must not list the same value twice (items 1 and 2 are the same)' },
     ]);
   });
 });

@@ -31,9 +31,10 @@ export const inDeviceGroup = (app: Pick<Application, 'deviceSelector'>, labels: 
 /**
  * A device selector from a request, canonical (`role=kiosk, site=berlin` is kept
  * `role=kiosk,site=berlin`), or null. 422 at `path` for one that does not parse (naming the
- * position) and for the empty selector, as a trigger's `agentSelector` is refused.
+ * position) and for the empty selector, as a trigger's `agentSelector` is refused. `nullRemoves`:
+ * the request may send null instead (an application's change), which the refusal then says.
  */
-export function deviceSelectorFrom(source: string | null, path: string): string | null {
+export function deviceSelectorFrom(source: string | null, path: string, nullRemoves = true): string | null {
   if (source === null) return null;
   try {
     const requirements = parseSelector(source);
@@ -41,8 +42,9 @@ export function deviceSelectorFrom(source: string | null, path: string): string 
       throw validationFailed([
         {
           path,
-          message:
-            'must select by at least one label (to bind every agent, select one they all have, such as `os`); send null to remove the device group',
+          message: `must select by at least one label (to bind every agent, select one they all have, such as \`os\`)${
+            nullRemoves ? '; send null to remove the device group' : ''
+          }`,
         },
       ]);
     }

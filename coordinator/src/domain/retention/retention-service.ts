@@ -122,12 +122,20 @@ export class RetentionService {
 
   /**
    * An owner's change: the fields given replace the organization's values (null: the coordinator's
-   * setting again); applies to existing data at the next sweep. Audited as `org.retention.update`.
+   * setting again); applies to existing data at the next sweep. Audited as `org.retention.update`;
+   * a change that gives every field the value it has is no change, and is not audited.
    */
   async update(orgId: string, userId: string, change: Record<string, unknown>): Promise<Retention> {
+    const fields = retentionChange(change);
+    const current = await this.deps.repo.overridesOf(orgId);
+    if (!current) throw notFound('Organization');
+    const given = Object.entries(fields) as [keyof RetentionOverrides, number | null][];
+    if (given.every(([field, value]) => current[field] === value)) {
+      return effectiveRetention(this.deps.defaults, current);
+    }
     // Only the fields given are written, in one statement: two owners' changes of different
     // fields at once both stay (a read, then a write of every field, kept only the last one's).
-    const next = await this.deps.repo.changeOverrides(orgId, retentionChange(change));
+    const next = await this.deps.repo.changeOverrides(orgId, fields);
     if (!next) throw notFound('Organization');
     await this.deps.audit.record({
       orgId,

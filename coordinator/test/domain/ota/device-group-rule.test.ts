@@ -81,9 +81,9 @@ describe('the device group rule (docs/ota.md, "Device groups")', () => {
 });
 
 describe('a device selector from a request', () => {
-  const refusal = (source: string) => {
+  const refusal = (source: string, path = 'body.deviceSelector', nullRemoves = true) => {
     try {
-      deviceSelectorFrom(source, 'body.deviceSelector');
+      deviceSelectorFrom(source, path, nullRemoves);
     } catch (error) {
       expect(error).toBeInstanceOf(AppError);
       return (error as AppError).details;
@@ -110,6 +110,15 @@ describe('a device selector from a request', () => {
         path: 'body.deviceSelector',
         message:
           'must select by at least one label (to bind every agent, select one they all have, such as `os`); send null to remove the device group',
+      },
+    ]);
+  });
+
+  it('does not tell a preview to send null, which a query string cannot', () => {
+    expect(refusal(' ', 'querystring.selector', false)).toEqual([
+      {
+        path: 'querystring.selector',
+        message: 'must select by at least one label (to bind every agent, select one they all have, such as `os`)',
       },
     ]);
   });

@@ -163,7 +163,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { application } = await requireAppAccess(request);
-      const selector = deviceSelectorFrom(request.query.selector, 'querystring.selector');
+      const selector = deviceSelectorFrom(request.query.selector, 'querystring.selector', false);
       return previewDeviceGroup(ctx, application, selector!);
     },
   );
