@@ -26,7 +26,7 @@ let compilers: { strict: Ajv; coercing: Ajv } | undefined;
 const validators = new Map<string, Validate>();
 
 function validatorOf(schema: unknown, httpPart: string | undefined): Validate {
-  const kind = httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'querystring' : 'other';
+  const kind = httpPart === 'body' || httpPart === 'querystring' || httpPart === 'params' ? httpPart : 'other';
   const key = `${kind} ${JSON.stringify(schema)}`;
   let validate = validators.get(key);
   if (!validate) {
@@ -39,7 +39,8 @@ function validatorOf(schema: unknown, httpPart: string | undefined): Validate {
       const coerced = compilers.coercing.compile(schema as object);
       validate = kind === 'querystring' ? decimalIntegersFirst(schema, coerced) : coerced;
     }
-    validate = idsLowerCased(schema, validate);
+    // The path's ids are lower-cased before any hook (refusal-order.ts): not a second time here.
+    if (httpPart !== 'params') validate = idsLowerCased(schema, validate);
     validators.set(key, validate);
   }
   return validate;
