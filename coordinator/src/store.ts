@@ -32,8 +32,12 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
   const opened = fs.statSync(file);
   try {
     logApplied(logger, migrate(db, undefined, migrationLog(logger)));
-    const checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
     const writes = new GroupCommitExecutor(db, onCommit);
+    const checkpointer = startCheckpointer(db, {
+      intervalMs: CHECKPOINT_INTERVAL_MS,
+      logger,
+      holdWrites: () => writes.hold(),
+    });
     let closed: Promise<void> | undefined;
     const close = async () => {
       try {

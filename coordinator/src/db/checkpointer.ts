@@ -26,6 +26,11 @@ const SLOW_LOOKS = 3;
  * of is copied to its end on the request thread, so that it restarts (see `finishCopy`).
  */
 export const RESTART_FRAMES = 16_384;
+/**
+ * The longest the writes are held for the thread's copy to the WAL's end (its syncs took 30-90 ms
+ * under a retention sweep's writes); past it they go on, and the next copy to the end runs here.
+ */
+const THREAD_COPY_MAX_MS = 1_000;
 
 export interface CheckpointerOptions {
   /** How often the WAL is looked at and checkpointed. */
@@ -35,8 +40,13 @@ export interface CheckpointerOptions {
   threadFrames?: number;
   /** SLOW_LOOKS checkpoints in a row on the request thread that take longer (ms) start the thread (SLOW_LOOK_MS). */
   slowLookMs?: number;
-  /** A WAL this long, copied by the thread all but its last frames, is finished on the request thread (RESTART_FRAMES). */
+  /** A WAL this long, copied by the thread all but its last frames, is copied to its end (RESTART_FRAMES). */
   restartFrames?: number;
+  /**
+   * Holds the request connection's hot writes (the group commit) while the thread copies a WAL to
+   * its end (`finishCopy`); without it, that copy runs on the request thread.
+   */
+  holdWrites?: () => () => void;
 }
 
 export interface Checkpointer {
@@ -54,6 +64,8 @@ export interface Checkpointer {
    * WAL of `frames` or more, the request thread copies what was written since itself.
    */
   walBelow(frames: number, maxWaitMs: number): Promise<void>;
+  /** How many copies of a WAL to its end ran on the thread (writes held) and on the request thread (`finishCopy`). */
+  readonly finishedCopies: { thread: number; requestThread: number };
 }
 
 /** What `PRAGMA wal_checkpoint` answers: frames in the WAL, and how many of them are in the database file. */
@@ -77,6 +89,7 @@ const db = new Database(workerData.file, { fileMustExist: true });
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
 const timer = setInterval(() => parentPort.postMessage(checkpoint.get()), workerData.intervalMs);
 parentPort.on('message', (message) => {
+  if (message === 'finish') return parentPort.postMessage({ finished: checkpoint.get() });
   if (message !== 'stop') return;
   clearInterval(timer);
   db.close();
@@ -100,7 +113,8 @@ parentPort.on('message', (message) => {
  *   second V8 heap (~11 MB, not given back when it ends): an idle or lightly written coordinator
  *   does without.
  * - once the thread checkpoints, a look finishes the copy of a WAL of `restartFrames` or more the
- *   thread has all but copied, so that it restarts under steady writes too (`finishCopy`).
+ *   thread has all but copied, so that it restarts under steady writes too (`finishCopy`): on the
+ *   thread while the group commit is held, so that its syncs never hold the event loop.
  *
  * Should the thread fail, SQLite's automatic checkpoints are restored, so the WAL never grows
  * without bound. An in-memory database has no WAL: nothing is started.
@@ -113,9 +127,11 @@ export function startCheckpointer(
     threadFrames = THREAD_FRAMES,
     slowLookMs = SLOW_LOOK_MS,
     restartFrames = RESTART_FRAMES,
+    holdWrites,
   }: CheckpointerOptions,
 ): Checkpointer {
-  if (db.memory) return { runsOn: 'commit', stop: async () => {}, walBelow: async () => {} };
+  const finishedCopies = { thread: 0, requestThread: 0 };
+  if (db.memory) return { runsOn: 'commit', stop: async () => {}, walBelow: async () => {}, finishedCopies };
   db.pragma('wal_autocheckpoint = 0');
   const totalChanges = db.prepare('SELECT total_changes() AS n').pluck();
   const checkpointHere = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
@@ -131,6 +147,7 @@ export function startCheckpointer(
   let thread: { worker: Worker; exited: Promise<void> } | null = null;
 
   const fallBack = (what: string, error?: unknown) => {
+    endThreadCopy(null);
     if (stopping) return;
     stopping = true;
     runsOn = 'commit';
@@ -155,8 +172,9 @@ export function startCheckpointer(
     walFrames = -1; // the thread's first checkpoint tells
     logger.info(why, 'WAL checkpoints move to a thread of their own (heavy writes)');
     worker.on('error', (error) => fallBack('checkpoint thread failed', error));
-    worker.on('message', (result: CheckpointResult) => {
-      found(result);
+    worker.on('message', (message: CheckpointResult | { finished: CheckpointResult }) => {
+      if ('finished' in message) return endThreadCopy(message.finished);
+      found(message);
       threadReported = true;
       finishedHere = false;
     });
@@ -182,29 +200,76 @@ export function startCheckpointer(
   const walBytes = () => fs.statSync(walFile, { throwIfNoEntry: false })?.size ?? 0;
   /** Whether the figures of the WAL are the thread's last (a checkpoint here since made them its own). */
   let threadReported = false;
-  /** Whether the last checkpoint, here, copied the WAL to its end (since the thread's last figures). */
+  /** Whether the last copy to the WAL's end (`finishCopy`) copied it whole (since the thread's last figures). */
   let finishedHere = false;
+  /** The thread's copy to the WAL's end under way: the release of the writes it holds, and its time limit. */
+  let threadCopy: {
+    release: () => void;
+    timeout: NodeJS.Timeout;
+    changes: number;
+    /** Settles when the copy ended (`walBelow` waits for it: a run of writes holds too). */
+    ended: Promise<void>;
+    end: () => void;
+  } | null = null;
+  /** The thread's last copy to the end found a write of its own time (one the hold does not cover): the next runs here. */
+  let threadCopyMissed = false;
+  /** Ends the thread's copy to the WAL's end with its result (null: none came), releasing the writes. */
+  function endThreadCopy(result: CheckpointResult | null): void {
+    if (!threadCopy) return;
+    const { timeout, release, changes: before, end } = threadCopy;
+    clearTimeout(timeout);
+    threadCopy = null;
+    end();
+    // A write the hold does not cover (not a hot one) went in meanwhile: the thread's figures are
+    // of the WAL it began with, and a copy "whole" to them is not whole to the WAL now.
+    const written = db.open && totalChanges.get() !== before;
+    release();
+    finishedHere = result !== null && !written && result.log >= 0 && result.log === result.checkpointed;
+    threadCopyMissed = !finishedHere;
+    if (result && result.log >= 0) found(result);
+    if (finishedHere) finishedCopies.thread++;
+  }
   /**
    * The thread's checkpoints never copy the WAL whole while the request thread writes during them
    * (each copies the frames there were when it began, then syncs), so under steady writes the WAL
    * would not restart and would grow by every page written: 1.1 GiB in a 50,000-job retention
    * sweep, cut back at last by the commit that restarted it, which held the request thread up to
    * 0.45 s (on ext4, waiting for the file system's journal). Once the thread has copied all but
-   * the last frames of a WAL of `frames` or more, a checkpoint here, where nothing can be written
-   * meanwhile, copies the rest (and syncs: 5-60 ms, once per `frames` written), and the next
-   * write restarts the WAL. Not while the thread is behind: copying thousands of frames here would
-   * hold the request thread. Whether it copied the WAL to its end.
+   * the last frames of a WAL of `frames` or more, the rest is copied where nothing is written
+   * meanwhile, and the next write restarts the WAL: on the thread, with the group commit held
+   * (`holdWrites`: the event loop goes on; this returns false, and the thread's answer sets
+   * `finishedHere`), or, without a hold or after a write it did not cover, by a checkpoint here
+   * (its syncs hold the request thread 5-90 ms, once per `frames` written). Not while the thread is
+   * behind: copying thousands of frames here would hold the request thread, and on the thread the
+   * writes. Whether it copied the WAL to its end, here.
    */
   const finishCopy = (frames: number): boolean => {
     if (runsOn !== 'own-thread' || !threadReported || walFrames < frames || uncopied >= threadFrames) return false;
-    if (stopping || !db.open) return false;
+    if (stopping || !db.open || threadCopy) return false;
     threadReported = false;
+    if (holdWrites && thread && !threadCopyMissed) {
+      // The copy to the end, and its syncs, on the thread while the writes wait: the event loop
+      // goes on (the request thread's copy held it 30-90 ms, its database fsync after SQLite's
+      // ftruncate waiting for ext4's journal). It answers at once: nothing else runs on it.
+      const { promise: ended, resolve: end } = Promise.withResolvers<void>();
+      threadCopy = {
+        release: holdWrites(),
+        timeout: setTimeout(() => endThreadCopy(null), THREAD_COPY_MAX_MS),
+        changes: totalChanges.get() as number,
+        ended,
+        end,
+      };
+      thread.worker.postMessage('finish');
+      return false;
+    }
+    threadCopyMissed = false;
     try {
       const result = checkpointHere.get() as CheckpointResult;
       // -1: a checkpoint of the thread's was running; tried again after its next one.
       if (result.log < 0) return false;
       found(result);
       finishedHere = result.log === result.checkpointed;
+      if (finishedHere) finishedCopies.requestThread++;
       return finishedHere;
     } catch (error) {
       // The thread's checkpoints go on; the WAL restarts once one of them copies it whole.
@@ -249,10 +314,16 @@ export function startCheckpointer(
     get runsOn() {
       return runsOn;
     },
+    finishedCopies,
     async walBelow(frames, maxWaitMs) {
       look();
       const until = Date.now() + maxWaitMs;
       while (runsOn !== 'commit' && Date.now() < until) {
+        // A copy of the thread's to the WAL's end holds the writes: this run of writes waits too.
+        if (threadCopy) {
+          await threadCopy.ended;
+          continue;
+        }
         // Copied whole as the thread last saw it: copied to its end here, it restarts at the next write.
         if (!waiting(frames) && (runsOn !== 'own-thread' || walFrames < frames || finishedHere || finishCopy(frames))) {
           return;
@@ -263,6 +334,7 @@ export function startCheckpointer(
     },
     async stop() {
       clearInterval(timer);
+      endThreadCopy(null);
       if (!thread) {
         stopping = true;
         return;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startCheckpointer } from '../../src/db/checkpointer.js';
+import { startCheckpointer, type Checkpointer } from '../../src/db/checkpointer.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 
 let dir: string;
@@ -148,26 +148,74 @@ describe('startCheckpointer', () => {
     expect(walFrames()).toBeLessThan(1000);
   });
 
-  it('restarts a long WAL under steady writes by itself, finishing the copy on the request thread', async () => {
-    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger, threadFrames: 1000, restartFrames: 2000 });
+  /**
+   * A WAL long enough for the thread, then ~5,000 frames more, a few at a time, for a second or
+   * so (none while `paused()`, as the group commit writes none while held): without a restart the
+   * WAL would hold over 10,000 frames (a row a frame at least). The frames in the WAL at the end.
+   */
+  async function steadyWritesAfterALongWal(checkpointer: Checkpointer, paused = () => false): Promise<number> {
     const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
     let writes: NodeJS.Timeout | undefined;
     try {
       writeLoad(1500);
       await vi.waitFor(() => expect(checkpointer.runsOn).toBe('own-thread'), { timeout: 5000, interval: 10 });
       writeLoad(4000);
-      // Then ~5,000 frames more, a few at a time, for a second or so: without a restart the WAL
-      // would hold 9,000 frames and more.
       let written = 0;
       writes = setInterval(() => {
-        for (let i = 0; i < 10 && written < 5000; i++, written++) insert.run('x'.repeat(4000));
+        for (let i = 0; i < 10 && written < 5000 && !paused(); i++, written++) insert.run('x'.repeat(4000));
       }, 2);
       await vi.waitFor(() => expect(written).toBe(5000), { timeout: 10_000, interval: 20 });
     } finally {
       clearInterval(writes);
       await checkpointer.stop();
     }
-    expect(walFrames()).toBeLessThan(4000);
+    return walFrames();
+  }
+
+  it('restarts a long WAL under steady writes by itself, finishing the copy on the request thread', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger, threadFrames: 1000, restartFrames: 2000 });
+    expect(await steadyWritesAfterALongWal(checkpointer)).toBeLessThan(6000);
+    expect(checkpointer.finishedCopies.requestThread).toBeGreaterThan(0);
+  });
+
+  it('copies a long WAL to its end on the thread while the hot writes are held, the event loop free', async () => {
+    let held = 0;
+    const holdWrites = () => {
+      held++;
+      let released = false;
+      return () => {
+        if (!released) held--;
+        released = true;
+      };
+    };
+    const options = { intervalMs: 20, logger, threadFrames: 1000, restartFrames: 2000, holdWrites };
+    const checkpointer = startCheckpointer(db, options);
+    expect(await steadyWritesAfterALongWal(checkpointer, () => held > 0)).toBeLessThan(6000);
+    expect(held).toBe(0);
+    expect(checkpointer.finishedCopies).toMatchObject({ requestThread: 0 });
+    expect(checkpointer.finishedCopies.thread).toBeGreaterThan(0);
+  });
+
+  it('copies the end on the request thread after a write the hold did not cover made the thread miss it', async () => {
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    // A write of another kind than the group commit's slips in during each copy of the thread's.
+    const holdWrites = () => {
+      setImmediate(() => insert.run('slipped in'));
+      return () => {};
+    };
+    const options = { intervalMs: 20, logger, threadFrames: 1000, restartFrames: 2000, holdWrites };
+    const checkpointer = startCheckpointer(db, options);
+    try {
+      writeLoad(1500);
+      await vi.waitFor(() => expect(checkpointer.runsOn).toBe('own-thread'), { timeout: 5000, interval: 10 });
+      writeLoad(3000);
+      await checkpointer.walBelow(2000, 5000);
+      insert.run('y');
+    } finally {
+      await checkpointer.stop();
+    }
+    expect(walFrames()).toBeLessThan(100);
+    expect(checkpointer.finishedCopies).toEqual({ thread: 0, requestThread: 1 });
   });
 
   it('stops cleanly: the database closes and reopens with every row', async () => {

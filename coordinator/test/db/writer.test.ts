@@ -111,6 +111,37 @@ describe("the executor's last failure (the health check's)", () => {
   });
 });
 
+describe("the executor's hold (the checkpoint thread's copy to the WAL's end)", () => {
+  it('keeps the commits, in order, until released, while the event loop goes on', async () => {
+    const db = openDatabase(':memory:');
+    db.exec('CREATE TABLE t (n INTEGER)');
+    const insert = db.prepare('INSERT INTO t (n) VALUES (?)');
+    const rows = () => db.prepare('SELECT n FROM t ORDER BY rowid').pluck().all();
+    const writes = new GroupCommitExecutor(db);
+    const release = writes.hold();
+    const committed: number[] = [];
+    const first = writes.run(() => insert.run(1)).then(() => committed.push(1));
+    await new Promise((resolve) => setTimeout(resolve, 20)); // turns of the event loop go by
+    const second = writes.run(() => insert.run(2)).then(() => committed.push(2));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(rows()).toEqual([]);
+    expect(committed).toEqual([]);
+    release();
+    release(); // twice is once
+    await Promise.all([first, second]);
+    expect(rows()).toEqual([1, 2]);
+    expect(committed).toEqual([1, 2]);
+    // A flush (and a close) commits even while held.
+    writes.hold();
+    const third = writes.run(() => insert.run(3));
+    await writes.flush();
+    await third;
+    expect(rows()).toEqual([1, 2, 3]);
+    await writes.close();
+    db.close();
+  });
+});
+
 const NOW = Date.UTC(2030, 0, 1, 10, 0, 5);
 const none = { perMinute: null, perHour: null, perDay: null };
 describe('group-commit write executor', () => {

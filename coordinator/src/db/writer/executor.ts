@@ -25,6 +25,9 @@ export interface WriteExecutor {
   close(): Promise<void>;
 }
 
+/** Holds the group commit: operations submitted meanwhile wait, in order, until `release`. */
+export type HoldWrites = () => () => void;
+
 interface PendingWrite {
   op: () => unknown;
   resolve: (value: unknown) => void;
@@ -53,6 +56,8 @@ export class GroupCommitExecutor implements WriteExecutor {
   private pending: PendingWrite[] = [];
   private scheduled = false;
   private closed = false;
+  /** Holds in force (`hold`): while any is, the commits wait. */
+  private held = 0;
   /**
    * Why the last group commit failed as a whole (BEGIN or COMMIT: a full disk, an I/O error, a
    * database made read-only), null once one succeeds: the health check reports it.
@@ -78,17 +83,37 @@ export class GroupCommitExecutor implements WriteExecutor {
     });
   }
 
+  /**
+   * Holds the commits until the returned function is called: what is submitted meanwhile waits,
+   * in order, and the event loop goes on. For the checkpoint thread's copy of the WAL to its end,
+   * which no write may interleave with (checkpointer.ts). `flush` and `close` commit regardless.
+   */
+  hold(): () => void {
+    this.held++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.held--;
+      if (this.held === 0 && this.pending.length > 0 && !this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.commitPending());
+      }
+    };
+  }
+
   async flush(): Promise<void> {
-    this.commitPending();
+    this.commitPending(true);
   }
 
   async close(): Promise<void> {
-    this.commitPending();
+    this.commitPending(true);
     this.closed = true;
   }
 
-  private commitPending(): void {
+  private commitPending(evenHeld = false): void {
     this.scheduled = false;
+    if (this.held > 0 && !evenHeld) return; // the hold's release schedules it again
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
