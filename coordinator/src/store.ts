@@ -36,7 +36,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
     const checkpointer = startCheckpointer(db, {
       intervalMs: CHECKPOINT_INTERVAL_MS,
       logger,
-      holdWrites: () => writes.hold(),
+      holdWrites: writes.hold,
     });
     let closed: Promise<void> | undefined;
     const close = async () => {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Db } from './database.js';
+import type { HoldWrites } from './writer/executor.js';
 
 /** SQLite's own threshold (pages), restored when the checkpoint thread is gone. */
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
@@ -46,7 +47,7 @@ export interface CheckpointerOptions {
    * Holds the request connection's hot writes (the group commit) while the thread copies a WAL to
    * its end (`finishCopy`); without it, that copy runs on the request thread.
    */
-  holdWrites?: () => () => void;
+  holdWrites?: HoldWrites;
 }
 
 export interface Checkpointer {

@@ -88,7 +88,7 @@ export class GroupCommitExecutor implements WriteExecutor {
    * in order, and the event loop goes on. For the checkpoint thread's copy of the WAL to its end,
    * which no write may interleave with (checkpointer.ts). `flush` and `close` commit regardless.
    */
-  hold(): () => void {
+  hold: HoldWrites = () => {
     this.held++;
     let released = false;
     return () => {
@@ -100,7 +100,7 @@ export class GroupCommitExecutor implements WriteExecutor {
         setImmediate(() => this.commitPending());
       }
     };
-  }
+  };
 
   async flush(): Promise<void> {
     this.commitPending(true);
